@@ -34,8 +34,12 @@ stamp=.venv/.ovssim-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [[ ! -f $stamp || "$(cat "$stamp")" != "$want" ]]; then
   echo "setup.sh: installing ovssim and its dependencies into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  log=.venv/pip-install.log
+  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[dev]'; } >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    echo "setup.sh: pip could not install ovssim's Python dependencies (full log: $log); check the network/package index and run ./setup.sh again." >&2
+    exit 1
+  fi
   echo "$want" > "$stamp"
 fi
 

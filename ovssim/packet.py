@@ -1,0 +1,109 @@
+"""The packet a simulation moves.
+
+A Packet carries what the Linux stack and Open vSwitch look at: the flow
+5-tuple, the size on the wire (L2 frame without preamble/FCS, i.e. what ``tc``
+counts as ``bytes``), a VLAN tag, the skb priority and TOS byte, and the times
+it reached each stage (``stamps``), so per-stage delay samples can be taken.
+
+Time lookahead: ``t`` is the time the packet reaches the element it is being
+handed to.  Pure-delay elements add to ``t`` and pass the packet on at once
+(no SimPy event); contention points (a queue, a link, a CPU) materialise the
+time before they act.  See ``ovssim.path.base``.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class FlowKey(NamedTuple):
+    """The 5-tuple an OVS megaflow or an SFQ/FQ-CoDel hash is keyed by."""
+    src: str
+    dst: str
+    sport: int = 0
+    dport: int = 0
+    proto: str = "udp"
+
+
+# Ethernet framing around the L2 frame a qdisc counts (bytes on the wire that
+# are not in skb->len): preamble+SFD 8, FCS 4, inter-frame gap 12 (IEEE 802.3).
+ETH_PREAMBLE_FCS_IFG = 8 + 4 + 12
+ETH_HEADER = 14
+VLAN_TAG = 4
+IPV4_HEADER = 20
+UDP_HEADER = 8
+TCP_HEADER = 20
+TCP_TIMESTAMPS = 12          # Linux enables RFC 7323 timestamps by default
+ICMP_HEADER = 8
+
+
+class Packet:
+    """One frame in flight.
+
+    ``size`` is the L2 frame length in bytes (Ethernet header + IP packet,
+    plus 4 for an 802.1Q tag), the quantity Linux qdiscs account in bytes.
+    ``payload`` is the application bytes it carries.
+    """
+
+    __slots__ = ("flow", "size", "payload", "seq", "vlan", "priority", "tos",
+                 "created", "t", "stamps", "kind", "ack", "flags", "sack",
+                 "ts_val", "ts_ecr", "rwnd", "ecn", "queue_id", "src_mac",
+                 "dst_mac", "in_port", "meta", "enqueued_at")
+
+    def __init__(self, flow: FlowKey, size: int, created: float, *, payload: int = 0,
+                 seq: int = 0, vlan: int | None = None, priority: int = 0, tos: int = 0,
+                 kind: str = "data", src_mac: str | None = None, dst_mac: str | None = None):
+        self.flow = flow
+        self.size = size
+        self.payload = payload
+        self.seq = seq
+        self.vlan = vlan
+        self.priority = priority
+        self.tos = tos
+        self.created = created
+        self.t = created
+        self.stamps: dict[str, float] | None = None
+        self.kind = kind
+        self.ack = 0
+        self.flags = 0
+        self.sack = None
+        self.ts_val = 0.0
+        self.ts_ecr = 0.0
+        self.rwnd = 0
+        self.ecn = 0          # 0 not-ECT, 1 ECT, 3 CE (RFC 3168)
+        self.queue_id = None  # OVS set_queue action result
+        self.src_mac = src_mac if src_mac is not None else flow.src
+        self.dst_mac = dst_mac if dst_mac is not None else flow.dst
+        self.in_port = None
+        self.meta = None
+        self.enqueued_at = 0.0
+
+    def stamp(self, stage: str, t: float) -> None:
+        """Record the time this packet reached ``stage``."""
+        if self.stamps is None:
+            self.stamps = {}
+        self.stamps[stage] = t
+
+    @property
+    def wire_bytes(self) -> int:
+        """Bytes the frame occupies on an Ethernet wire (adds preamble, FCS, gap)."""
+        return self.size + ETH_PREAMBLE_FCS_IFG
+
+    def __repr__(self) -> str:
+        return (f"Packet({self.kind} {self.flow.src}->{self.flow.dst} seq={self.seq} "
+                f"size={self.size} t={self.t:.9f})")
+
+
+def udp_frame_size(datagram: int, vlan: bool = False) -> int:
+    """L2 frame size for a UDP datagram of ``datagram`` payload bytes."""
+    return datagram + UDP_HEADER + IPV4_HEADER + ETH_HEADER + (VLAN_TAG if vlan else 0)
+
+
+def tcp_frame_size(payload: int, timestamps: bool = True, vlan: bool = False) -> int:
+    """L2 frame size for a TCP segment with ``payload`` bytes (timestamps on by default, as Linux)."""
+    return (payload + TCP_HEADER + (TCP_TIMESTAMPS if timestamps else 0) + IPV4_HEADER
+            + ETH_HEADER + (VLAN_TAG if vlan else 0))
+
+
+def icmp_frame_size(payload: int, vlan: bool = False) -> int:
+    """L2 frame size of a ping (ICMP echo) with ``payload`` data bytes (ping -s, default 56)."""
+    return payload + ICMP_HEADER + IPV4_HEADER + ETH_HEADER + (VLAN_TAG if vlan else 0)

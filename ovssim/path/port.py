@@ -1,0 +1,131 @@
+"""An egress port: the device transmit side, ``qdisc -> driver -> wire``.
+
+Models ``__dev_xmit_skb``/``qdisc_run``: an arriving packet is enqueued in the
+port's qdisc; while the device is idle the port dequeues and serialises one
+packet at the line rate (the whole Ethernet frame: L2 frame + preamble, FCS
+and inter-frame gap, IEEE 802.3), then asks for the next one.  A shaping qdisc
+that has packets but nothing to send now answers ``next_wakeup`` and the port
+waits for that watchdog (``qdisc_watchdog_schedule_ns``).
+
+``rate_bps=None`` is a virtual device (tap, veth, patch): no serialisation,
+so only a shaping qdisc can hold packets back.  Propagation delay on the
+attached wire is added on the way out.
+
+Events: one timed callback per packet transmitted (the link is a contention
+point), plus one per packet that arrives ahead of ``env.now`` (lookahead).
+"""
+from __future__ import annotations
+
+from ..packet import ETH_PREAMBLE_FCS_IFG
+from ..qdisc import make_qdisc
+from ..qdisc.base import Device
+from ..sched import call_at
+
+
+class EgressPort:
+    """``put(pkt)`` in, ``.out`` onward; ``qdisc`` is any :class:`ovssim.qdisc.Qdisc`."""
+
+    def __init__(self, env, rate_bps: float | None = None, qdisc=None, out=None, *,
+                 name: str = "port", mtu: int = 1500, txqueuelen: int = 1000,
+                 framing: int = ETH_PREAMBLE_FCS_IFG, prop_delay: float = 0.0,
+                 lookahead: bool = False, on_drop=None):
+        if rate_bps is not None and not rate_bps > 0:
+            raise ValueError(f"port {name}: rate must be > 0 bit/s, got {rate_bps}")
+        self.env = env
+        self.name = name
+        self.rate_bps = rate_bps
+        self.out = out
+        self.framing = framing if rate_bps is not None else 0
+        self.prop_delay = prop_delay
+        self.lookahead = lookahead
+        self.qdisc = make_qdisc(qdisc) if not hasattr(qdisc, "enqueue") else qdisc
+        self.dev = Device(name=name, mtu=mtu, rate_bps=rate_bps, txqueuelen=txqueuelen)
+        self.qdisc.attach(self.dev)
+        self.qdisc.on_drop = self._dropped
+        self.on_drop = on_drop
+        self._sec_per_byte = 8.0 / rate_bps if rate_bps else 0.0
+        self.busy = False
+        self._watchdog = None
+        self._watchdog_at = float("inf")
+        # counters
+        self.tx_packets = 0
+        self.tx_bytes = 0
+        self.busy_time = 0.0
+        self.arrived = 0
+        self.dropped = 0
+
+    # -- input -------------------------------------------------------------------
+    def put(self, pkt) -> None:
+        if pkt.t > self.env._now:
+            call_at(self.env, pkt.t, self._arrive, pkt)
+        else:
+            self._arrive(pkt)
+
+    def _arrive(self, pkt) -> None:
+        now = self.env._now
+        self.arrived += 1
+        if pkt.stamps is not None:
+            pkt.stamps[self.name + ".enq"] = now
+        self.qdisc.enqueue(pkt, now)
+        if not self.busy:
+            self._kick()
+
+    def _dropped(self, pkt, now, reason) -> None:
+        self.dropped += 1
+        if self.on_drop is not None:
+            self.on_drop(pkt, now, reason)
+
+    # -- transmit ------------------------------------------------------------------
+    def _kick(self, _=None) -> None:
+        env = self.env
+        q = self.qdisc
+        while True:
+            now = env._now
+            pkt = q.dequeue(now)
+            if pkt is None:
+                if q.stats.qlen:
+                    w = q.next_wakeup(now)
+                    if w is not None and w < self._watchdog_at:
+                        if self._watchdog is not None:
+                            self._watchdog.cancel()
+                        self._watchdog_at = w if w > now else now
+                        self._watchdog = call_at(env, self._watchdog_at, self._on_watchdog)
+                return
+            if pkt.stamps is not None:
+                pkt.stamps[self.name + ".deq"] = now
+            if self._sec_per_byte:
+                tx = (pkt.size + self.framing) * self._sec_per_byte
+                self.busy = True
+                self.busy_time += tx
+                call_at(env, now + tx, self._done, pkt)
+                return
+            self._send(pkt, now)
+
+    def _on_watchdog(self, _=None) -> None:
+        self._watchdog = None
+        self._watchdog_at = float("inf")
+        if not self.busy:
+            self._kick()
+
+    def _done(self, pkt) -> None:
+        self.busy = False
+        self._send(pkt, self.env._now)
+        self._kick()
+
+    def _send(self, pkt, now: float) -> None:
+        self.tx_packets += 1
+        self.tx_bytes += pkt.size
+        t = now + self.prop_delay
+        pkt.t = t
+        if self.lookahead or t <= now:
+            self.out.put(pkt)
+        else:
+            call_at(self.env, t, self.out.put, pkt)
+
+    # -- views -------------------------------------------------------------------
+    @property
+    def queued(self) -> int:
+        return self.qdisc.stats.qlen + (1 if self.busy else 0)
+
+    def utilisation(self, duration: float) -> float:
+        return self.busy_time / duration if duration > 0 else 0.0

@@ -1,0 +1,52 @@
+"""Cheap timed callbacks on a SimPy environment.
+
+``call_at(env, t, fn, arg)`` runs ``fn(arg)`` at simulated time ``t`` using one
+heap entry and no generator process.  It is what elements use for pure delays
+and for a transmitter's completion, so that only contention costs events.
+"""
+from __future__ import annotations
+
+from simpy.events import NORMAL
+
+
+def _fire(ev: "Call") -> None:
+    ev.fn(ev.arg)
+
+
+_FIRE = (_fire,)
+
+
+class Call:
+    """A minimal SimPy-compatible event that calls ``fn(arg)`` when processed."""
+
+    __slots__ = ("callbacks", "fn", "arg")
+    _ok = True
+    _value = None
+
+    def __init__(self, fn, arg):
+        self.callbacks = _FIRE
+        self.fn = fn
+        self.arg = arg
+
+    def cancel(self) -> None:
+        """Make the pending call a no-op (the heap entry stays, cheaply)."""
+        self.fn = _noop
+
+
+def _noop(_arg) -> None:
+    return None
+
+
+def call_at(env, t: float, fn, arg=None) -> Call:
+    """Schedule ``fn(arg)`` at absolute time ``t`` (not earlier than ``env.now``)."""
+    ev = Call(fn, arg)
+    delay = t - env._now
+    env.schedule(ev, NORMAL, delay if delay > 0.0 else 0.0)
+    return ev
+
+
+def call_later(env, delay: float, fn, arg=None) -> Call:
+    """Schedule ``fn(arg)`` after ``delay`` seconds."""
+    ev = Call(fn, arg)
+    env.schedule(ev, NORMAL, delay if delay > 0.0 else 0.0)
+    return ev

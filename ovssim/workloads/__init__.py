@@ -1,0 +1,1 @@
+"""Traffic tools, named and configured like the real ones (iperf, netperf, ping)."""
