@@ -8,7 +8,10 @@ that has packets but nothing to send now answers ``next_wakeup`` and the port
 waits for that watchdog (``qdisc_watchdog_schedule_ns``).
 
 ``rate_bps=None`` is a virtual device (tap, veth, patch): no serialisation,
-so only a shaping qdisc can hold packets back.  Propagation delay on the
+so only a shaping qdisc can hold packets back -- unless ``service`` is given:
+a virtual device drained by a backend thread (a tap by vhost, a Xen vif by
+netback) is busy for as long as the backend takes, and its qdisc queues
+behind it, as when ``netif_tx_stop_queue`` stops a full tap ring.  Propagation delay on the
 attached wire is added on the way out.
 
 Events: one timed callback per packet transmitted (the link is a contention
@@ -28,7 +31,7 @@ class EgressPort:
     def __init__(self, env, rate_bps: float | None = None, qdisc=None, out=None, *,
                  name: str = "port", mtu: int = 1500, txqueuelen: int = 1000,
                  framing: int = ETH_PREAMBLE_FCS_IFG, prop_delay: float = 0.0,
-                 lookahead: bool = False, on_drop=None):
+                 lookahead: bool = False, on_drop=None, service=None):
         if rate_bps is not None and not rate_bps > 0:
             raise ValueError(f"port {name}: rate must be > 0 bit/s, got {rate_bps}")
         self.env = env
@@ -44,6 +47,9 @@ class EgressPort:
         self.qdisc.on_drop = self._dropped
         self.on_drop = on_drop
         self._sec_per_byte = 8.0 / rate_bps if rate_bps else 0.0
+        # A virtual device drained by a backend thread (tap -> vhost, vif -> netback):
+        # ``service(pkt, now) -> completion time`` replaces serialisation.
+        self.service = service
         self.busy = False
         self._watchdog = None
         self._watchdog_at = float("inf")
@@ -99,6 +105,16 @@ class EgressPort:
                 self.busy_time += tx
                 call_at(env, now + tx, self._done, pkt)
                 return
+            if self.service is not None:
+                done = self.service(pkt, now)
+                if done is None:          # backend refused it (CPU backlog full)
+                    self._dropped(pkt, now, "backend")
+                    continue
+                if done > now:
+                    self.busy = True
+                    self.busy_time += done - now
+                    call_at(env, done, self._done, pkt)
+                    return
             self._send(pkt, now)
 
     def _on_watchdog(self, _=None) -> None:

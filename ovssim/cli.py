@@ -1,0 +1,129 @@
+"""The ``ovssim`` command: thin -- it parses arguments and calls the library.
+
+Subcommands owned by other packages (collect, testbed, fit, validate, sweep,
+whatif) are loaded lazily, so ``ovssim run`` starts fast and one missing
+optional part does not break the rest.  Every :class:`OvssimError` is printed
+as one line (``ovssim: error: ...``) with exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import OvssimError
+
+LAZY = {
+    "collect": ("ovssim.collect.cli", "collect", "gather real measurements through a real OVS/Linux bridge"),
+    "testbed": ("ovssim.collect.cli", "testbed", "build / tear down the namespace testbed"),
+    "fit": ("ovssim.fit.cli", "fit", "fit delay distributions and calibrate profiles"),
+    "validate": ("ovssim.validate.cli", "validate", "compare the simulator with measured data"),
+    "sweep": ("ovssim.sweep_cli", "sweep", "run a grid of scenarios in parallel"),
+    "whatif": ("ovssim.sweep_cli", "whatif", "rank qdiscs for a scenario"),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(LAZY))
+
+    def get_command(self, ctx, name):
+        cmd = super().get_command(ctx, name)
+        if cmd is not None or name not in LAZY:
+            return cmd
+        mod, attr, _help = LAZY[name]
+        try:
+            return getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError) as exc:
+            why = str(exc)
+
+            @click.command(name=name, help=f"{_help} (not available: {why})")
+            def _missing():
+                raise OvssimError(f"'ovssim {name}' is not available in this build ({why})")
+            return _missing
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(__version__, prog_name="ovssim")
+def cli():
+    """ovssim: simulate the Open vSwitch packet path (VIF -> bridge -> qdisc -> PIF)."""
+
+
+def _fmt_table(summary) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    table = Table(title=summary["scenario"].iloc[0] if len(summary) else "results")
+    for col in ("workload", "metric", "mean", "95% CI", "unit", "reps"):
+        table.add_column(col, justify="right" if col in ("mean", "95% CI", "reps") else "left")
+    for r in summary.itertuples():
+        table.add_row(r.workload, r.metric, f"{r.mean:.6g}", f"[{r.ci95_low:.6g}, {r.ci95_high:.6g}]",
+                      r.unit, str(r.reps))
+    console = Console(record=True, width=110)
+    with console.capture() as cap:
+        console.print(table)
+    return cap.get()
+
+
+@cli.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--reps", type=click.IntRange(min=1), default=None, help="replications (default: the file's)")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="base seed (default: the file's)")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="write here instead of stdout")
+@click.option("--profile", default=None, help="calibration profile (name in calibration/, path, or 'default')")
+@click.option("--progress/--no-progress", default=None, help="progress display (default: when stderr is a terminal)")
+def run(scenario, reps, seed, fmt, out, profile, progress):
+    """Run SCENARIO.toml and print throughput, RTT, jitter and loss with 95% CIs."""
+    from .profile import Profile
+    from .runner import run_scenario
+    from .scenario import load_scenario
+    sc = load_scenario(scenario)
+    prof = Profile.load(profile or sc.profile, relative_to=sc.base_dir)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    res = run_scenario(sc, reps=reps, seed=seed, progress=progress, profile=prof)
+    if fmt == "table":
+        text = _fmt_table(res.summary)
+    elif fmt == "csv":
+        text = res.summary.to_csv(index=False)
+    else:
+        text = json.dumps(res.summary.to_dict(orient="records"), indent=1)
+    if out:
+        try:
+            out.write_text(text)
+        except OSError as exc:
+            raise OvssimError(f"cannot write {out}: {exc.strerror}; choose a writable path") from None
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+def main(argv=None) -> int:
+    """Entry point: run the CLI, turning user errors into one line and exit status 2."""
+    try:
+        cli.main(args=argv, prog_name="ovssim", standalone_mode=False)
+    except OvssimError as exc:
+        click.echo(f"ovssim: error: {exc}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("ovssim: interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("ovssim: interrupted", err=True)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":   # pragma: no cover
+    sys.exit(main())
+
+
+def console_main() -> None:
+    """Console-script wrapper (``ovssim``): exit with :func:`main`'s status."""
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""A store-and-forward physical Ethernet switch (e.g. the thesis's 100 Mbit/s switch).
+
+A frame is received whole (the sender's NIC finished serialising it), looked
+up after a fixed forwarding ``latency``, and queued at the egress port, which
+serialises it at the port rate from a shared-nothing per-port buffer
+(``buffer`` bytes, tail drop).  MAC learning and VLAN rules as any bridge
+(:class:`~ovssim.path.bridge.Bridge`); no CPU is involved.
+"""
+from __future__ import annotations
+
+from .bridge import Bridge
+from .port import EgressPort
+
+
+class PhysicalSwitch(Bridge):
+    stage = "switch"
+
+    def __init__(self, env, name: str, *, latency: float = 3e-6, lookahead: bool = True):
+        super().__init__(env, name, lookahead=lookahead)
+        self.latency = latency
+
+    def add_link(self, name: str, rate_bps: float, out, *, buffer_bytes: int = 131072,
+                 prop_delay: float = 0.0, vlan=None, trunks=None):
+        """A switch port with an egress queue toward ``out``; returns the BridgePort (its ingress)."""
+        egress = EgressPort(self.env, rate_bps, {"kind": "bfifo", "limit": buffer_bytes}, out,
+                            name=f"{self.name}.{name}", prop_delay=prop_delay, lookahead=self.lookahead)
+        return self.add_port(name, egress, vlan=vlan, trunks=trunks)
+
+    def receive(self, port, pkt) -> None:
+        now = self.env._now
+        t = pkt.t if pkt.t > now else now
+        vlan = self.ingress_vlan(port, pkt)
+        if vlan is False:
+            self.vlan_drops += 1
+            return
+        if pkt.stamps is not None:
+            pkt.stamps[self.name] = t
+        self.deliver(port, pkt, vlan, t + self.latency)

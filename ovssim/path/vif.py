@@ -1,0 +1,110 @@
+"""The virtualization layer: a VM's virtual interface and its host backend.
+
+Kinds (profile keys ``vif.<kind>.*``):
+
+* ``kvm-tap``: virtio-net in the guest, a tap device on the host drained by a
+  vhost-net kernel thread (the thesis's KVM testbed, seed 000 Fig. 10);
+* ``xen-vif``: Xen paravirtual netfront/netback (seed 002's XenServer; seed
+  004's ~5.1 Gbit/s "vif" rounds);
+* ``xen-hvm-tap``: an HVM guest without PV drivers, its NIC emulated by
+  qemu-dm behind a tap (seed 004's ~123 Mbit/s "tap" rounds: ~40x slower);
+* ``container-veth``: a container's veth pair into the host namespace
+  (the companion thesis's Docker rows);
+* ``bare-metal``: no virtualization layer (zero cost).
+
+Each crossing costs host CPU (``cpu_per_packet`` + ``cpu_per_byte`` x size,
+the backend thread's copy and notification work, served by the host's
+:class:`~ovssim.path.cpu.CpuPool`) and adds a backend latency drawn from the
+profile (hypervisor scheduling and notification; heavy-tailed for Xen, whose
+scheduling delay seed 002 measured up to 3-7 ms against an average of 2-3 us,
+Tables VII-VIII).  Packets keep their order through a VIF: a virtqueue/ring
+is FIFO, so a late packet delays those behind it.
+
+:class:`VifBackend` is one direction.  Guest -> host it is an element
+(``put``/``out``); host -> guest its :meth:`service` drains the tap port's
+qdisc (``EgressPort(service=vif.service)``), whose ``out`` is the backend's
+:attr:`latency` element, so the port's qdisc fills when the backend cannot
+keep up -- as a tap's qdisc does when the vhost ring is full.
+"""
+from __future__ import annotations
+
+from ..distributions import Sampler
+from ..sched import call_at
+from .cpu import CpuPool
+
+VIF_KINDS = ("kvm-tap", "xen-vif", "xen-hvm-tap", "container-veth", "bare-metal")
+
+
+class VifLatency:
+    """The backend's latency on the way to ``out``, FIFO-preserving, no event with lookahead."""
+
+    stage = "vif"
+
+    def __init__(self, env, delay: Sampler, out=None, *, lookahead: bool = False, stage: str = "vif"):
+        self.env = env
+        self.delay = delay
+        self.out = out
+        self.lookahead = lookahead
+        self.stage = stage
+        self._last = 0.0
+        self.packets = 0
+
+    def put(self, pkt) -> None:
+        now = self.env._now
+        t = pkt.t if pkt.t > now else now
+        t += self.delay.next()
+        if t < self._last:
+            t = self._last
+        self._last = t
+        pkt.t = t
+        self.packets += 1
+        if self.lookahead or t <= now:
+            self.out.put(pkt)
+        else:
+            call_at(self.env, t, self.out.put, pkt)
+
+
+class VifBackend:
+    """One direction of a VIF: host CPU work, then the backend latency."""
+
+    def __init__(self, env, kind: str, cpu: CpuPool, *, delay: Sampler, cpu_per_packet: float,
+                 cpu_per_byte: float, out=None, lookahead: bool = False, direction: str = "tx"):
+        if kind not in VIF_KINDS:
+            raise ValueError(f"unknown VIF kind {kind!r}; use one of {', '.join(VIF_KINDS)}")
+        self.env = env
+        self.kind = kind
+        self.cpu = cpu
+        self.cpu_per_packet = cpu_per_packet
+        self.cpu_per_byte = cpu_per_byte
+        self.direction = direction
+        self.latency = VifLatency(env, delay, out, lookahead=lookahead, stage=f"vif.{direction}")
+        self.dropped = 0
+        self.packets = 0
+
+    @property
+    def out(self):
+        return self.latency.out
+
+    @out.setter
+    def out(self, value) -> None:
+        self.latency.out = value
+
+    def service(self, pkt, now: float) -> float | None:
+        """CPU completion time of this packet's backend work started at ``now`` (None: refused)."""
+        work = self.cpu_per_packet + self.cpu_per_byte * pkt.size
+        if work <= 0.0:
+            return now
+        return self.cpu.serve(now, work)
+
+    def put(self, pkt) -> None:
+        now = self.env._now
+        t = pkt.t if pkt.t > now else now
+        if pkt.stamps is not None:
+            pkt.stamps[f"vif.{self.direction}"] = t
+        done = self.service(pkt, t)
+        if done is None:
+            self.dropped += 1
+            return
+        self.packets += 1
+        pkt.t = done
+        self.latency.put(pkt)

@@ -1,0 +1,174 @@
+"""Calibration profiles: load, validate, and sample from.
+
+A profile is a TOML file (``calibration/*.toml``, or the embedded
+``default``) with ``[profile]`` (name, description, ``base``), ``[provenance]``
+(data files and hashes, command, date, ovssim version), ``[fit]``
+(goodness-of-fit figures), ``[params]`` (dotted parameter names -> values or
+distribution specs, see :mod:`ovssim.distributions`) and optional
+``[uncertainty]`` and ``[sources]``.  A profile inherits every parameter it
+does not set from its ``base`` (``"default"`` unless stated), so a fit can
+publish only what it fitted.  Unknown parameter names and malformed values
+are errors naming the file, the key and the fix.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+from . import units
+from .distributions import Distribution, Sampler
+from .errors import ConfigError
+from .path.vif import VIF_KINDS
+
+# name -> kind of value
+SCHEMA: dict[str, str] = {
+    "ovs.stats": "dist", "ovs.lookup": "dist", "ovs.actions": "dist", "ovs.upcall": "dist",
+    "ovs.lookup_per_mask": "time", "ovs.masks": "int", "ovs.handlers": "int",
+    "ovs.upcall_queue": "int", "ovs.max_idle": "time", "ovs.flow_limit": "int",
+    "linux_bridge.forward": "dist",
+    "patch.translate": "time", "veth.cpu_per_packet": "time", "veth.cpu_per_byte": "time",
+    "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
+    "switch.latency": "time", "switch.buffer": "size",
+    "app.send_per_packet": "time", "app.recv_per_packet": "time", "app.rr_processing": "time",
+}
+for _k in VIF_KINDS:
+    SCHEMA[f"vif.{_k}.backend_delay"] = "dist"
+    SCHEMA[f"vif.{_k}.cpu_per_packet"] = "time"
+    SCHEMA[f"vif.{_k}.cpu_per_byte"] = "time"
+
+PROFILE_DIRS = (Path("calibration"),)
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"profile file not found: {path}", file=str(path),
+                          fix="give a path to a profile TOML, a name in calibration/, or 'default'") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(path), fix="correct the TOML syntax") from None
+
+
+class Profile:
+    """A validated set of model parameters."""
+
+    def __init__(self, data: dict, *, source: str = "<memory>", base: "Profile | None" = None):
+        self.source = source
+        if not isinstance(data.get("profile"), dict) or "name" not in data["profile"]:
+            raise ConfigError("missing [profile] table with a 'name'", file=source, key="profile.name",
+                              fix='add [profile] name = "..."')
+        if not isinstance(data.get("params", {}), dict):
+            raise ConfigError("[params] must be a table", file=source, key="params",
+                              fix='write [params] "dotted.name" = value')
+        self.name = data["profile"]["name"]
+        self.meta = data["profile"]
+        self.provenance = data.get("provenance", {})
+        self.fit = data.get("fit", {})
+        self.uncertainty = data.get("uncertainty", {})
+        self.sources = data.get("sources", {})
+        own = data.get("params", {})
+        for k, v in own.items():
+            self._validate(k, v, source)
+        self.params: dict = dict(base.params) if base is not None else {}
+        self.params.update(own)
+        self.own_params = set(own)
+        missing = [k for k in SCHEMA if k not in self.params]
+        if missing:
+            raise ConfigError(f"profile lacks parameters: {', '.join(missing[:6])}"
+                              f"{' ...' if len(missing) > 6 else ''}", file=source, key="params",
+                              fix="set them, or give [profile] base = 'default' to inherit them")
+        self._dists: dict[str, Distribution] = {}
+
+    @staticmethod
+    def _validate(key: str, value, source: str) -> None:
+        kind = SCHEMA.get(key)
+        if kind is None:
+            close = [k for k in SCHEMA if k.split(".")[-1] == key.split(".")[-1]]
+            raise ConfigError(f"unknown parameter {key!r}", file=source, key=f"params.{key}",
+                              fix=f"did you mean {close[0]!r}?" if close else
+                              "see ovssim/data/default_profile.toml for the parameter names")
+        try:
+            if kind == "dist":
+                Distribution(value, where=f"params.{key}")
+            elif kind == "time":
+                units.time(value)
+            elif kind == "size":
+                units.size(value)
+            elif kind == "int":
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise ValueError(f"{value!r} is not a whole number >= 1")
+        except ConfigError as exc:
+            raise ConfigError(exc.problem, file=source, key=f"params.{key}", fix=exc.fix) from None
+        except ValueError as exc:
+            example = {"time": '"5us"', "size": '"128k"', "int": "1"}.get(kind, "1")
+            raise ConfigError(f"bad value: {exc}", file=source, key=f"params.{key}",
+                              fix=f"give a {kind} (e.g. {example})") from None
+
+    # -- loading -------------------------------------------------------------------
+    @classmethod
+    def default(cls) -> "Profile":
+        text = resources.files("ovssim.data").joinpath("default_profile.toml").read_text()
+        return cls(tomllib.loads(text), source="ovssim/data/default_profile.toml")
+
+    @classmethod
+    def load(cls, ref: str | Path | None, *, relative_to: Path | None = None) -> "Profile":
+        """A profile from ``"default"``, a file path, or a name found in ``calibration/``."""
+        if ref is None or ref == "default":
+            return cls.default()
+        path = Path(ref)
+        candidates = [path]
+        if relative_to is not None and not path.is_absolute():
+            candidates.insert(0, relative_to / path)
+        if path.suffix != ".toml":
+            candidates += [d / f"{ref}.toml" for d in PROFILE_DIRS]
+            if relative_to is not None:
+                candidates += [relative_to / d / f"{ref}.toml" for d in PROFILE_DIRS]
+                candidates += [p / "calibration" / f"{ref}.toml" for p in relative_to.parents]
+        for c in candidates:
+            if c.is_file():
+                data = _read_toml(c)
+                base_ref = data.get("profile", {}).get("base", "default")
+                base = None if base_ref in (None, "none") else (
+                    cls.default() if base_ref == "default" else cls.load(base_ref, relative_to=c.parent))
+                return cls(data, source=str(c), base=base)
+        raise ConfigError(f"profile {str(ref)!r} not found", key="scenario.profile",
+                          fix="give 'default', a path to a profile TOML, or a name of a file in calibration/")
+
+    def with_overrides(self, overrides: dict, *, source: str = "scenario params") -> "Profile":
+        """A copy with some parameters replaced (scenario ``params`` table, calibration)."""
+        for k, v in overrides.items():
+            self._validate(k, v, source)
+        p = Profile.__new__(Profile)
+        p.__dict__.update(self.__dict__)
+        p.params = dict(self.params)
+        p.params.update(overrides)
+        p._dists = {}
+        return p
+
+    # -- access --------------------------------------------------------------------
+    def dist(self, key: str) -> Distribution:
+        d = self._dists.get(key)
+        if d is None:
+            if SCHEMA.get(key) != "dist":
+                raise KeyError(key)
+            d = self._dists[key] = Distribution(self.params[key], where=f"params.{key}")
+        return d
+
+    def sampler(self, key: str, rng) -> Sampler:
+        return Sampler(self.dist(key), rng)
+
+    def time(self, key: str) -> float:
+        return units.time(self.params[key])
+
+    def size(self, key: str) -> float:
+        return units.size(self.params[key])
+
+    def int(self, key: str) -> int:
+        return int(self.params[key])
+
+
+def profile_key_pattern() -> re.Pattern:
+    return re.compile("|".join(re.escape(k) for k in SCHEMA))

@@ -1,0 +1,181 @@
+"""Build hosts, VMs, bridges, links, NICs and switches from a validated scenario.
+
+One call, :func:`build`, wires the elements of :mod:`ovssim.path` into the
+path the scenario describes -- for the thesis testbed (seed 000 Fig. 10):
+VM -> VIF -> OVS -> NIC -> 100 Mbit/s switch -> NIC -> OVS -> VIF -> VM -- with
+every parameter taken from the profile and every random stream named, so a
+replication is a pure function of (scenario, profile, seed, replication).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .path.cpu import CpuPool
+from .path.datapath import OvsDatapath
+from .path.endpoint import Endpoint
+from .path.linux_bridge import LinuxBridge
+from .path.links import PatchPort, VethLink
+from .path.nic import Nic
+from .path.port import EgressPort
+from .path.switch import PhysicalSwitch
+from .path.vif import VifBackend, VifLatency
+from .profile import Profile
+from .scenario import Scenario
+
+DEFAULT_VIF_QDISC = {"kind": "pfifo_fast"}
+
+
+@dataclass
+class Topology:
+    env: object
+    hosts: dict = field(default_factory=dict)        # name -> CpuPool
+    endpoints: dict = field(default_factory=dict)    # vm name -> Endpoint
+    bridges: dict = field(default_factory=dict)      # member name -> Bridge
+    ports: dict = field(default_factory=dict)        # "bridge:port" -> EgressPort
+    nics: dict = field(default_factory=dict)
+    switches: dict = field(default_factory=dict)
+    vifs: dict = field(default_factory=dict)         # vm -> (tx, rx)
+    guest_cpus: dict = field(default_factory=dict)
+
+    def counters(self) -> dict[str, dict]:
+        """Per-element counters for the run's report (datapath, qdiscs, CPU refusals)."""
+        out = {}
+        for name, br in self.bridges.items():
+            out[f"bridge:{name}"] = br.counters()
+        for name, port in self.ports.items():
+            st = port.qdisc.stats
+            out[f"qdisc:{name}"] = {"kind": port.qdisc.kind, "sent_packets": st.packets, "sent_bytes": st.bytes,
+                                    "drops": st.drops, "overlimits": st.overlimits, "backlog": st.backlog,
+                                    "qlen": st.qlen, "port_drops": port.dropped}
+        for name, cpu in self.hosts.items():
+            out[f"cpu:{name}"] = {"refused": cpu.refused, "jobs": cpu.jobs}
+        return out
+
+
+def _qdisc_spec(spec):
+    if spec is None:
+        return None
+    return spec
+
+
+def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
+    """Wire the scenario's path; ``rng(name)`` returns the named numpy Generator."""
+    topo = Topology(env)
+    d = sc.data
+    backlog = profile.int("host.netdev_max_backlog")
+    for h in d.get("host", []):
+        topo.hosts[h["name"]] = CpuPool(env, h["cores"], h["name"], backlog_limit=backlog)
+
+    # bridges and their chains
+    chain_members: dict[str, list] = {}
+    for b in d.get("bridge", []):
+        cpu = topo.hosts[b["host"]]
+        members = []
+        for i in range(b["chain"]):
+            name = b["name"] if i == 0 else f"{b['name']}-{i + 1}"
+            if b["kind"] == "ovs":
+                handlers = profile.int("ovs.handlers")
+                br = OvsDatapath(env, name, cpu, stats=profile.sampler("ovs.stats", rng(f"{name}.stats")),
+                                 lookup=profile.sampler("ovs.lookup", rng(f"{name}.lookup")),
+                                 actions=profile.sampler("ovs.actions", rng(f"{name}.actions")),
+                                 upcall=profile.sampler("ovs.upcall", rng(f"{name}.upcall")),
+                                 lookup_per_mask=profile.time("ovs.lookup_per_mask"),
+                                 masks=profile.int("ovs.masks"), handlers=handlers,
+                                 upcall_queue=profile.int("ovs.upcall_queue"),
+                                 max_idle=profile.time("ovs.max_idle"),
+                                 flow_limit=profile.int("ovs.flow_limit"))
+            else:
+                br = LinuxBridge(env, name, cpu, forward=profile.sampler("linux_bridge.forward",
+                                                                         rng(f"{name}.forward")))
+            topo.bridges[name] = br
+            members.append(br)
+        for a, z in zip(members, members[1:]):
+            _link(env, topo, a, z, b["link"], cpu, profile)
+        chain_members[b["name"]] = members
+
+    # switches
+    for s in d.get("switch", []):
+        topo.switches[s["name"]] = PhysicalSwitch(env, s["name"], latency=s.get("latency",
+                                                                                profile.time("switch.latency")))
+
+    # NICs: bridge uplink <-> NIC <-> switch port
+    for n in d.get("nic", []):
+        bname = d["_uplinks"][n["name"]]
+        last = chain_members[bname][-1]
+        nic = Nic(env, n["name"], n["rate"], qdisc=n.get("qdisc", {"kind": "pfifo_fast"}),
+                  rx_delay=profile.sampler("nic.rx_delay", rng(f"{n['name']}.rx")),
+                  prop_delay=n["prop_delay"], mtu=n["mtu"], txqueuelen=n.get("txqueuelen", 1000))
+        up = last.add_port(n["name"], nic.tx, vlan=n.get("vlan"), trunks=n.get("trunks"))
+        nic.rx.out = up
+        topo.nics[n["name"]] = nic
+        topo.ports[f"{last.name}:{n['name']}"] = nic.tx
+        sw_name = n.get("switch")
+        if sw_name is not None:
+            sw = topo.switches[sw_name]
+            buf = next((s.get("buffer") for s in d.get("switch", []) if s["name"] == sw_name), None)
+            sw_port = sw.add_link(f"to-{n['name']}", n["rate"], nic.rx,
+                                  buffer_bytes=int(buf or profile.size("switch.buffer")),
+                                  prop_delay=n["prop_delay"])
+            nic.tx.out = sw_port
+        else:
+            nic.tx.out = _Blackhole()
+
+    # VMs: endpoint <-> VIF <-> bridge port
+    for v in d.get("vm", []):
+        host_cpu = topo.hosts[v["host"]]
+        kind = v["vif"]
+        guest = host_cpu if kind in ("container-veth", "bare-metal") else CpuPool(
+            env, v["vcpus"], f"{v['name']}.vcpu", backlog_limit=backlog)
+        topo.guest_cpus[v["name"]] = guest
+        ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"))
+        br = topo.bridges[v["bridge"]]
+        vd = f"vif.{kind}"
+        tx = VifBackend(env, kind, host_cpu,
+                        delay=profile.sampler(f"{vd}.backend_delay", rng(f"{v['name']}.vif.tx")),
+                        cpu_per_packet=profile.time(f"{vd}.cpu_per_packet"),
+                        cpu_per_byte=profile.time(f"{vd}.cpu_per_byte"), lookahead=True, direction="tx")
+        rx = VifBackend(env, kind, host_cpu,
+                        delay=profile.sampler(f"{vd}.backend_delay", rng(f"{v['name']}.vif.rx")),
+                        cpu_per_packet=profile.time(f"{vd}.cpu_per_packet"),
+                        cpu_per_byte=profile.time(f"{vd}.cpu_per_byte"), lookahead=True, direction="rx")
+        stack = VifLatency(env, profile.sampler("host.stack_delay", rng(f"{v['name']}.stack")), ep,
+                           lookahead=True, stage="stack")
+        rx.out = stack
+        port = EgressPort(env, None, v.get("qdisc", DEFAULT_VIF_QDISC), rx.latency,
+                          name=f"{v['name']}-vif", service=rx.service, lookahead=True)
+        bport = br.add_port(f"{v['name']}-vif", port, vlan=v.get("vlan"), trunks=v.get("trunks"))
+        tx.out = bport
+        ep.out = tx
+        topo.endpoints[v["name"]] = ep
+        topo.vifs[v["name"]] = (tx, rx)
+        topo.ports[f"{br.name}:{v['name']}-vif"] = port
+    return topo
+
+
+class _Blackhole:
+    """Where a NIC with no switch sends: nowhere (counted)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def put(self, pkt) -> None:
+        self.count += 1
+
+
+def _link(env, topo, a, z, kind, cpu, profile) -> None:
+    if kind == "patch":
+        tr = profile.time("patch.translate")
+        pa = a.add_port(f"patch-{z.name}", PatchPort(env, translate=tr))
+        pz = z.add_port(f"patch-{a.name}", PatchPort(env, translate=tr))
+        pa.egress.out, pz.egress.out = pz, pa
+        return
+    per_pkt, per_byte = profile.time("veth.cpu_per_packet"), profile.time("veth.cpu_per_byte")
+    va = VethLink(env, cpu, cpu_per_packet=per_pkt, cpu_per_byte=per_byte)
+    vz = VethLink(env, cpu, cpu_per_packet=per_pkt, cpu_per_byte=per_byte)
+    ea = EgressPort(env, None, {"kind": "pfifo"}, va, name=f"veth-{a.name}-{z.name}", lookahead=True)
+    ez = EgressPort(env, None, {"kind": "pfifo"}, vz, name=f"veth-{z.name}-{a.name}", lookahead=True)
+    pa = a.add_port(f"veth-{z.name}", ea)
+    pz = z.add_port(f"veth-{a.name}", ez)
+    va.out, vz.out = pz, pa
+    topo.ports[f"{a.name}:veth-{z.name}"] = ea
+    topo.ports[f"{z.name}:veth-{a.name}"] = ez

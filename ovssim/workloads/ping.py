@@ -1,0 +1,117 @@
+"""ping: ICMP echo request/reply RTT, ``ping -c COUNT -i INTERVAL -s SIZE``.
+
+The destination's kernel answers each echo request (no application
+involved); the source records the round-trip time of each reply and reports
+what ping's summary line does: min/avg/max/mdev and packet loss, plus
+percentiles.  Seed 002 sent 5000 probes at 0.2 s intervals (Table V).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import units
+from ..errors import ConfigError
+from ..metrics import percentile
+from ..packet import FlowKey, Packet, icmp_frame_size
+from ..sched import call_at
+from .base import Metric, RunContext, Workload
+
+
+class _Responder:
+    """The destination kernel's ICMP echo: turn the request around."""
+
+    def __init__(self, wl: "Ping"):
+        self.wl = wl
+
+    def put(self, pkt) -> None:
+        wl = self.wl
+        now = wl.env._now
+        t = pkt.t if pkt.t > now else now
+        reply = Packet(wl.reply_flow, pkt.size, pkt.created, payload=pkt.payload, seq=pkt.seq,
+                       tos=pkt.tos, kind="echo-reply")
+        reply.t = t
+        wl.dst.send(reply)
+
+
+class _Receiver:
+    def __init__(self, wl: "Ping"):
+        self.wl = wl
+
+    def put(self, pkt) -> None:
+        self.wl._reply(pkt)
+
+
+class Ping(Workload):
+    kind = "ping"
+    KEYS = {"tool", "name", "from", "to", "c", "i", "s", "start", "tos", "t"}
+
+    def __init__(self, count: int | None = None, interval: float = 1.0, size: int = 56,
+                 start: float = 0.0, tos: int = 0, name: str | None = None):
+        super().__init__(name)
+        if count is not None and count < 1:
+            raise ConfigError(f"ping -c must be >= 1, got {count}", key=f"workload.{self.name}.c", fix="e.g. c = 100")
+        if not interval > 0:
+            raise ConfigError(f"ping -i must be > 0, got {interval}", key=f"workload.{self.name}.i", fix='e.g. i = "0.2s"')
+        if not 0 <= size <= 65507:
+            raise ConfigError(f"ping -s {size} is outside 0..65507", key=f"workload.{self.name}.s", fix="e.g. s = 56")
+        self.count, self.interval, self.size_payload, self.start_at, self.tos = count, interval, size, start, tos
+
+    @classmethod
+    def from_spec(cls, t: dict) -> "Ping":
+        bad = set(t) - cls.KEYS
+        if bad:
+            raise ConfigError(f"unknown ping option {sorted(bad)[0]!r}", key=f"workload.{t.get('name')}.{sorted(bad)[0]}",
+                              fix="ping takes: c (count), i (interval), s (size), start, tos")
+        try:
+            return cls(count=int(t["c"]) if "c" in t else None, interval=units.time(t.get("i", "1s")),
+                       size=int(units.size(t.get("s", 56))), start=units.time(t.get("start", 0)),
+                       tos=int(t.get("tos", 0)), name=t.get("name"))
+        except ConfigError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"bad ping option: {exc}", key=f"workload.{t.get('name')}",
+                              fix='e.g. c = 5000, i = "0.2s", s = 56') from None
+
+    def start(self, ctx: RunContext) -> None:
+        self.env, self.src, self.dst = ctx.env, ctx.src, ctx.dst
+        ident = ctx.src.ephemeral_port()
+        self.flow = FlowKey(ctx.src.name, ctx.dst.name, ident, ident, "icmp")
+        self.reply_flow = FlowKey(ctx.dst.name, ctx.src.name, ident, ident, "icmp")
+        ctx.dst.bind("icmp", ident, _Responder(self))
+        ctx.src.bind("icmp", ident, _Receiver(self))
+        self.t_end = ctx.start_at + ctx.duration
+        self.frame = icmp_frame_size(self.size_payload)
+        self.sent = 0
+        self.rtts: list[float] = []
+        call_at(self.env, ctx.start_at + self.start_at, self._send)
+
+    def _send(self, _=None) -> None:
+        now = self.env._now
+        if now >= self.t_end or (self.count is not None and self.sent >= self.count):
+            return
+        pkt = Packet(self.flow, self.frame, now, payload=self.size_payload, seq=self.sent, tos=self.tos,
+                     kind="echo-request")
+        self.sent += 1
+        self.src.send(pkt)
+        call_at(self.env, now + self.interval, self._send)
+
+    def _reply(self, pkt) -> None:
+        now = self.env._now
+        t = pkt.t if pkt.t > now else now
+        if t <= self.t_end + 1.0:        # ping waits ~1 s for the last reply
+            self.rtts.append(t - pkt.created)
+
+    def metrics(self) -> list[Metric]:
+        r = np.asarray(self.rtts) * 1e3
+        loss = 100.0 * (self.sent - r.size) / self.sent if self.sent else float("nan")
+        mdev = float(np.sqrt(np.mean(r ** 2) - np.mean(r) ** 2)) if r.size else float("nan")
+        return [Metric("rtt_mean", float(r.mean()) if r.size else float("nan"), "ms"),
+                Metric("rtt_min", float(r.min()) if r.size else float("nan"), "ms"),
+                Metric("rtt_max", float(r.max()) if r.size else float("nan"), "ms"),
+                Metric("rtt_mdev", mdev, "ms"),
+                Metric("rtt_p50", percentile(r, 50), "ms"),
+                Metric("rtt_p99", percentile(r, 99), "ms"),
+                Metric("loss", loss, "%")]
+
+    def samples(self) -> dict[str, np.ndarray]:
+        return {"rtt": np.asarray(self.rtts)}

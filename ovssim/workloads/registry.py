@@ -1,0 +1,41 @@
+"""Build a workload from its scenario table by ``tool`` (and ``proto`` / ``test``)."""
+from __future__ import annotations
+
+import importlib
+
+from ..errors import ConfigError
+
+# (tool, selector) -> "module:Class"; selector is proto for iperf, test for netperf
+WORKLOADS = {
+    ("iperf", "udp"): "udp:IperfUdp",
+    ("iperf", "tcp"): "iperf_tcp:IperfTcp",
+    ("ping", None): "ping:Ping",
+    ("netperf", "TCP_STREAM"): "netperf:NetperfTcpStream",
+    ("netperf", "TCP_RR"): "netperf:NetperfTcpRr",
+}
+
+
+def make_workload(table: dict):
+    tool = table.get("tool")
+    name = table.get("name", tool)
+    if tool == "iperf":
+        sel = str(table.get("proto", "tcp")).lower()
+    elif tool == "netperf":
+        sel = str(table.get("test", "TCP_STREAM")).upper()
+    else:
+        sel = None
+    target = WORKLOADS.get((tool, sel))
+    if target is None:
+        known = ", ".join(f"{t}{' ' + s if s else ''}" for t, s in WORKLOADS)
+        raise ConfigError(f"unknown workload tool={tool!r}{' ' + repr(sel) if sel else ''}",
+                          key=f"workload.{name}.tool", fix=f"use one of: {known}")
+    mod, cls = target.split(":")
+    try:
+        klass = getattr(importlib.import_module(f"{__package__}.{mod}"), cls)
+    except (ImportError, AttributeError):
+        raise ConfigError(f"workload {tool} {sel} is not available in this build", key=f"workload.{name}.tool",
+                          fix="use iperf UDP or ping, or update ovssim") from None
+    spec = dict(table)
+    for k in ("from", "to"):
+        spec.pop(k, None)
+    return klass.from_spec(spec)
