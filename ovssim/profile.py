@@ -12,6 +12,7 @@ are errors naming the file, the key and the fix.
 """
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from importlib import resources
@@ -86,7 +87,7 @@ class Profile:
     def _validate(key: str, value, source: str) -> None:
         kind = SCHEMA.get(key)
         if kind is None:
-            close = [k for k in SCHEMA if k.split(".")[-1] == key.split(".")[-1]]
+            close = difflib.get_close_matches(key, list(SCHEMA), n=1)
             raise ConfigError(f"unknown parameter {key!r}", file=source, key=f"params.{key}",
                               fix=f"did you mean {close[0]!r}?" if close else
                               "see ovssim/data/default_profile.toml for the parameter names")
