@@ -220,3 +220,19 @@ def test_loader_rejects_half_a_confidence_interval(tmp_path):
     d = _write(tmp_path, text, "seed000_thesis_tables")
     with pytest.raises(DataError, match="ci95"):
         sd.load_seed_table("seed000_thesis_tables", d)
+
+
+# ---- testbed fact sheets refer to existing data -------------------------------------------
+
+DRAFTS = sorted((sd.SEED_DIR.parents[1] / "validation" / "scenarios_draft").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", DRAFTS, ids=lambda p: p.name)
+def test_fact_sheet_references_exist(path):
+    import tomllib
+    sheet = tomllib.loads(path.read_text())
+    ids = set(sd.expectations()["expectation_id"])
+    testbeds = set(sd.load_measurements()["testbed"]) | set(sd.expectations()["testbed"])
+    assert set(sheet.get("expected", {}).get("expectations", [])) <= ids
+    if sheet["testbed"]["documents"]:
+        assert sheet["testbed"]["id"] in testbeds
