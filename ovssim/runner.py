@@ -19,7 +19,7 @@ import simpy
 from .metrics import summarise
 from .profile import Profile
 from .scenario import Scenario, load_scenario
-from .topology import build
+from .topology import ARP_SETTLE, build
 from .workloads.base import RunContext
 from .workloads.registry import make_workload
 
@@ -61,11 +61,11 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
         wl = make_workload(wt)
         name = wt["name"]
         ctx = RunContext(env, topo.endpoints[wt["from"]], topo.endpoints[wt["to"]], sc.duration,
-                         rng=(lambda n, _w=name: rng(f"workload.{_w}.{n}")), start_at=sc.warmup,
+                         rng=(lambda n, _w=name: rng(f"workload.{_w}.{n}")), start_at=ARP_SETTLE + sc.warmup,
                          extra={"app": app, "profile": profile})
         wl.start(ctx)
         workloads.append((name, wl))
-    end = sc.warmup + sc.duration
+    end = ARP_SETTLE + sc.warmup + sc.duration
     env.run(until=end + DRAIN)
     rows, samples = [], {}
     for name, wl in workloads:

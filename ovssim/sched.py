@@ -6,6 +6,8 @@ and for a transmitter's completion, so that only contention costs events.
 """
 from __future__ import annotations
 
+from heapq import heappush
+
 from simpy.events import NORMAL
 
 
@@ -38,10 +40,14 @@ def _noop(_arg) -> None:
 
 
 def call_at(env, t: float, fn, arg=None) -> Call:
-    """Schedule ``fn(arg)`` at absolute time ``t`` (not earlier than ``env.now``)."""
+    """Schedule ``fn(arg)`` at absolute time ``t`` (not earlier than ``env.now``).
+
+    Pushes straight onto SimPy's event heap -- what ``Environment.schedule``
+    does, minus a method call on the hottest line of every simulation.
+    """
     ev = Call(fn, arg)
-    delay = t - env._now
-    env.schedule(ev, NORMAL, delay if delay > 0.0 else 0.0)
+    now = env._now
+    heappush(env._queue, (t if t > now else now, NORMAL, next(env._eid), ev))
     return ev
 
 

@@ -19,7 +19,9 @@ from .path.nic import Nic
 from .path.port import EgressPort
 from .path.switch import PhysicalSwitch
 from .path.vif import VifBackend, VifLatency
+from .packet import FlowKey, Packet
 from .profile import Profile
+from .sched import call_at
 from .scenario import Scenario
 
 DEFAULT_VIF_QDISC = {"kind": "pfifo_fast"}
@@ -40,6 +42,8 @@ class Topology:
     def counters(self) -> dict[str, dict]:
         """Per-element counters for the run's report (datapath, qdiscs, CPU refusals)."""
         out = {}
+        for port in self.ports.values():
+            port.sync()
         for name, br in self.bridges.items():
             out[f"bridge:{name}"] = br.counters()
         for name, port in self.ports.items():
@@ -149,7 +153,23 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         topo.endpoints[v["name"]] = ep
         topo.vifs[v["name"]] = (tx, rx)
         topo.ports[f"{br.name}:{v['name']}-vif"] = port
+    for ep in topo.endpoints.values():
+        call_at(env, 0.0, _announce, ep)
     return topo
+
+
+# Every endpoint announces its MAC with a gratuitous ARP at time 0, as a guest
+# does when its interface comes up and as the tools' control connections do
+# before a test: bridges learn where each VM is, so measured traffic is unicast
+# rather than flooded.  Workloads start after ARP_SETTLE.
+ARP_SETTLE = 0.005
+BROADCAST = "ff:ff:ff:ff:ff:ff"
+
+
+def _announce(ep: Endpoint) -> None:
+    pkt = Packet(FlowKey(ep.name, BROADCAST, 0, 0, "arp"), 60, ep.env.now, kind="garp",
+                 src_mac=ep.name, dst_mac=BROADCAST)
+    ep.send(pkt)
 
 
 class _Blackhole:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..distributions import Sampler
+from ..distributions import Sampler, SumSampler
 from .bridge import Bridge
 from .cpu import CpuPool
 
@@ -56,6 +56,7 @@ class OvsDatapath(Bridge):
             raise ValueError(f"{name}: handlers, upcall_queue, flow_limit and masks must be >= 1")
         self.cpu = cpu
         self.stats_s, self.lookup_s, self.actions_s, self.upcall_s = stats, lookup, actions, upcall
+        self._hit_work = SumSampler(stats, lookup, actions)
         self.lookup_per_mask = lookup_per_mask
         self.masks = masks
         self.max_idle = max_idle
@@ -80,7 +81,7 @@ class OvsDatapath(Bridge):
             return
         if pkt.stamps is not None:
             pkt.stamps[self.name] = t
-        pre = self.stats_s.next() + self.lookup_s.next() + self.lookup_per_mask * self.masks
+        mask_cost = self.lookup_per_mask * self.masks
         key = (port.no, pkt.flow, vlan)
         entry = self.cache.get(key)
         if entry is not None and t - entry[1] > self.max_idle:
@@ -91,7 +92,7 @@ class OvsDatapath(Bridge):
             self.hit += 1
             entry[1] = t
             self.cache.move_to_end(key)
-            done = self.cpu.serve(t, pre + self.actions_s.next())
+            done = self.cpu.serve(t, self._hit_work.next() + mask_cost)
             if done is None:
                 self.cpu_drops += 1
                 return
@@ -99,7 +100,7 @@ class OvsDatapath(Bridge):
             return
         # -- miss: upcall to ovs-vswitchd -------------------------------------------
         self.missed += 1
-        t_miss = self.cpu.serve(t, pre)
+        t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost)
         if t_miss is None:
             self.cpu_drops += 1
             return

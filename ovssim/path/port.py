@@ -19,6 +19,8 @@ point), plus one per packet that arrives ahead of ``env.now`` (lookahead).
 """
 from __future__ import annotations
 
+from collections import deque
+
 from ..packet import ETH_PREAMBLE_FCS_IFG
 from ..qdisc import make_qdisc
 from ..qdisc.base import Device
@@ -50,6 +52,13 @@ class EgressPort:
         # A virtual device drained by a backend thread (tap -> vhost, vif -> netback):
         # ``service(pkt, now) -> completion time`` replaces serialisation.
         self.service = service
+        # Analytic FIFO: with lookahead and a plain FIFO qdisc (pfifo/bfifo), each packet's
+        # start and end of transmission follow from its arrival time (Lindley's recursion),
+        # exactly, because arrivals are materialised in time order; the completion costs
+        # no event and the packet goes on with its departure time.
+        self.analytic = bool(lookahead and getattr(self.qdisc, "analytic_fifo", False))
+        self._free_at = 0.0
+        self._waiting: deque = deque()       # (start time, size) of packets still in the qdisc
         self.busy = False
         self._watchdog = None
         self._watchdog_at = float("inf")
@@ -62,10 +71,67 @@ class EgressPort:
 
     # -- input -------------------------------------------------------------------
     def put(self, pkt) -> None:
+        arrive = self._arrive_fifo if self.analytic else self._arrive
         if pkt.t > self.env._now:
-            call_at(self.env, pkt.t, self._arrive, pkt)
+            call_at(self.env, pkt.t, arrive, pkt)
         else:
-            self._arrive(pkt)
+            arrive(pkt)
+
+    def sync(self, now: float | None = None) -> None:
+        """Bring an analytic FIFO's qdisc counters up to ``now`` (packets that started are sent)."""
+        if not self.analytic:
+            return
+        now = self.env._now if now is None else now
+        st = self.qdisc.stats
+        waiting = self._waiting
+        while waiting and waiting[0][0] <= now:
+            size = waiting.popleft()[1]
+            st.qlen -= 1
+            st.backlog -= size
+            st.packets += 1
+            st.bytes += size
+
+    def _arrive_fifo(self, pkt) -> None:
+        now = self.env._now
+        self.arrived += 1
+        q = self.qdisc
+        st = q.stats
+        st.arrivals += 1
+        if pkt.stamps is not None:
+            pkt.stamps[self.name + ".enq"] = now
+        if self._waiting and self._waiting[0][0] <= now:
+            self.sync(now)
+        if q.full_for(pkt):
+            q.drop(pkt, now, "limit")
+            return
+        free_at = self._free_at
+        start = now if now >= free_at else free_at
+        if self._sec_per_byte:
+            done = start + (pkt.size + self.framing) * self._sec_per_byte
+        elif self.service is not None:
+            done = self.service(pkt, start)
+            if done is None:
+                st.packets += 1
+                st.bytes += pkt.size
+                self._dropped(pkt, now, "backend")
+                return
+        else:
+            done = start
+        if start > now:
+            st.qlen += 1
+            st.backlog += pkt.size
+            self._waiting.append((start, pkt.size))
+        else:
+            st.packets += 1
+            st.bytes += pkt.size
+        self._free_at = done
+        self.busy_time += done - start
+        if pkt.stamps is not None:
+            pkt.stamps[self.name + ".deq"] = start
+        self.tx_packets += 1
+        self.tx_bytes += pkt.size
+        pkt.t = done + self.prop_delay
+        self.out.put(pkt)
 
     def _arrive(self, pkt) -> None:
         now = self.env._now
@@ -141,6 +207,9 @@ class EgressPort:
     # -- views -------------------------------------------------------------------
     @property
     def queued(self) -> int:
+        if self.analytic:
+            self.sync()
+            return self.qdisc.stats.qlen + (1 if self._free_at > self.env._now else 0)
         return self.qdisc.stats.qlen + (1 if self.busy else 0)
 
     def utilisation(self, duration: float) -> float:

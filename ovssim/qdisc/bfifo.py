@@ -28,6 +28,9 @@ class BFifo(PFifo):
         if self._limit_given is None:
             self.limit = max(1, dev.txqueuelen) * dev.psched_mtu
 
+    def full_for(self, pkt) -> bool:
+        return self.stats.backlog + pkt.size > self.limit
+
     def enqueue(self, pkt, now: float) -> bool:
         st = self.stats
         st.arrivals += 1

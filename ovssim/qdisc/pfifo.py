@@ -35,6 +35,13 @@ class PFifo(Qdisc):
         if self._limit_given is None:
             self.limit = max(1, dev.txqueuelen)
 
+    #: the port may compute departures analytically (plain FIFO, tail drop)
+    analytic_fifo = True
+
+    def full_for(self, pkt) -> bool:
+        """Tail-drop test for an arriving packet (used by the port's analytic FIFO)."""
+        return self.stats.qlen >= self.limit
+
     def enqueue(self, pkt, now: float) -> bool:
         st = self.stats
         st.arrivals += 1
