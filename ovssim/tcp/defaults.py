@@ -1,0 +1,59 @@
+"""Linux TCP defaults, in one place, each with its source.
+
+Units: bytes, segments, seconds.  Values are those of a current Linux kernel
+(``include/net/tcp.h``, ``net/ipv4/tcp_*.c``) and its sysctls
+(``Documentation/networking/ip-sysctl.rst``) when nothing is configured.
+"""
+from ..packet import IPV4_HEADER, TCP_HEADER, TCP_TIMESTAMPS
+
+# Initial congestion window: TCP_INIT_CWND = 10 segments (RFC 6928).
+INIT_CWND = 10
+# "Infinite" ssthresh before the first loss: TCP_INFINITE_SSTHRESH.
+INFINITE_SSTHRESH = 0x7FFFFFFF
+
+# Retransmission timer (RFC 6298, Linux include/net/tcp.h):
+# TCP_RTO_MIN = HZ/5 = 200 ms, TCP_TIMEOUT_INIT = 1 s, TCP_RTO_MAX = 120 s.
+RTO_MIN = 0.200
+RTO_INITIAL = 1.0
+RTO_MAX = 120.0
+
+# Delayed ACK: TCP_DELACK_MIN = HZ/25 = 40 ms (the timer Linux arms for a
+# lone segment in a bulk transfer); TCP_MAX_QUICKACKS = 16 ACKs sent at once
+# at the start of a connection and after out-of-order data (tcp_input.c).
+DELACK = 0.040
+MAX_QUICKACKS = 16
+
+# Duplicate-ACK threshold for fast retransmit: sysctl tcp_reordering = 3 (RFC 5681).
+DUPTHRESH = 3
+
+# Socket buffers when the application sets none: tcp_rmem = 4096 131072 6291456
+# and tcp_wmem = 4096 16384 4194304; autotuning grows the buffers up to the
+# maximum.  With tcp_adv_win_scale = 1 half of the buffer is available for
+# data, so a fully-tuned receiver advertises up to 3 MiB and a sender keeps
+# up to ~2 MiB of payload queued (approximation: the growth itself is not
+# modelled, the buffers start at their tuned maximum).
+AUTOTUNED_RCV_WINDOW = 6291456 // 2
+AUTOTUNED_SND_BYTES = 4194304 // 2
+
+# SACK (RFC 2018) and timestamps (RFC 7323) are on by default
+# (sysctls tcp_sack = 1, tcp_timestamps = 1).
+SACK = True
+TIMESTAMPS = True
+# With timestamps, at most 3 SACK blocks fit the 40 bytes of TCP options.
+MAX_SACK_BLOCKS = 3
+
+
+def mss_for_mtu(mtu: int = 1500, timestamps: bool = TIMESTAMPS) -> int:
+    """Payload bytes per segment: MTU - IP - TCP headers - timestamps option (1448 on 1500)."""
+    return mtu - IPV4_HEADER - TCP_HEADER - (TCP_TIMESTAMPS if timestamps else 0)
+
+
+def socket_buffer_payload(requested: float) -> int:
+    """Payload bytes a socket buffer set with ``setsockopt(SO_SNDBUF/SO_RCVBUF, requested)`` holds.
+
+    The kernel doubles the requested value to leave room for bookkeeping
+    (``sock_setsockopt`` in net/core/sock.c) and, with ``tcp_adv_win_scale = 1``,
+    half of the doubled buffer carries data: about the requested number of
+    bytes.  This is the window a netperf ``-s``/``-S`` or iperf ``-w`` gives.
+    """
+    return int(requested)

@@ -1,0 +1,228 @@
+"""The receiving half of a TCP connection, as Linux acknowledges.
+
+What it models (net/ipv4/tcp_input.c: ``tcp_data_queue``, ``__tcp_ack_snd_check``,
+``tcp_send_delayed_ack``; tcp_output.c: ``tcp_select_window``):
+
+* In-order data is delivered to the application at once (netperf and iperf
+  read as fast as data arrives); out-of-order data waits in an interval set.
+* Delayed ACKs: an ACK goes out at once when more than one full segment has
+  arrived since the last ACK (so every second full segment), in quick-ACK
+  mode (the first ``MAX_QUICKACKS`` segments of a connection and after
+  out-of-order data), for out-of-order or duplicate data, and when data
+  fills a hole; otherwise a timer of ``delack`` (Linux's TCP_DELACK_MIN,
+  40 ms) sends it.  Data the local application sends in the meantime
+  carries the ACK (piggybacking) and cancels the timer.
+* SACK blocks (RFC 2018): up to 3 with timestamps, the block holding the most
+  recently received segment first.
+* The receive window: socket buffer minus out-of-order bytes held, rounded
+  down to whole segments, and never shrinking its right edge.
+* Timestamps (RFC 7323): ``TS.Recent`` is taken from the segment that
+  starts at the last ACK sent, so RTT samples include the delayed-ACK wait.
+"""
+from __future__ import annotations
+
+from bisect import insort
+
+from ..packet import Packet, tcp_frame_size
+from ..sched import call_at
+from .defaults import DELACK, MAX_QUICKACKS, MAX_SACK_BLOCKS
+
+INF = float("inf")
+
+
+class TcpReceiver:
+    def __init__(self, sock, *, mss: int, rcvbuf: int, delack: float = DELACK,
+                 quickacks: int = MAX_QUICKACKS, sack: bool = True, timestamps: bool = True,
+                 app_cost: float = 0.0, cpu=None):
+        self.sock = sock
+        self.env = sock.env
+        self.mss = mss
+        self.rcvbuf = max(int(rcvbuf), 1)
+        self.delack = delack
+        self.max_quickacks = quickacks
+        self.quick = min(quickacks, max(1, self.rcvbuf // (2 * mss)))
+        self.sack = sack
+        self.timestamps = timestamps
+        self.app_cost = app_cost
+        self.cpu = cpu
+        self.ack_size = tcp_frame_size(0, timestamps)
+        self.rcv_nxt = 0
+        self.rcv_wup = 0            # rcv_nxt when the last ACK was sent
+        self.last_ack_sent = 0
+        self._right_edge = 0
+        self.ts_recent = 0.0
+        self.ofo: list[list[int]] = []   # disjoint sorted [start, end) intervals
+        self.ofo_bytes = 0
+        self._last_block_start = -1
+        self.ack_pending = False
+        self._delack_at = INF
+        self._delack_ev = None
+        # counters
+        self.segs_in = 0
+        self.bytes_received = 0     # in-order bytes delivered to the application
+        self.acks_sent = 0
+        self.delayed_acks = 0
+        self.ofo_segments = 0
+        self.dup_segments = 0
+        self.on_deliver = None      # callback(nbytes, now): the application reads
+        self._right_edge = self._compute_window()
+        self._win = self._right_edge
+        self._win_at = 0
+
+    # -- the advertised window -------------------------------------------------------
+    def _compute_window(self) -> int:
+        free = self.rcvbuf - self.ofo_bytes
+        if free >= self.mss:
+            free -= free % self.mss
+        return free if free > 0 else 0
+
+    def window(self) -> int:
+        """``tcp_select_window``: free space, never moving the right edge left."""
+        if self.rcv_nxt == self._win_at and not self.ofo_bytes:
+            return self._win
+        win = self._compute_window()
+        right = self.rcv_nxt + win
+        if right < self._right_edge:
+            return self._right_edge - self.rcv_nxt
+        self._right_edge = right
+        if not self.ofo_bytes:
+            self._win_at = self.rcv_nxt
+            self._win = win
+        return win
+
+    # -- data in -------------------------------------------------------------------------
+    def on_data(self, pkt, now: float) -> None:
+        seq = pkt.seq
+        end = seq + pkt.payload
+        self.segs_in += 1
+        if self.app_cost and self.cpu is not None:
+            self.cpu.serve(now, self.app_cost)
+        if seq <= self.last_ack_sent < end:
+            self.ts_recent = pkt.ts_val
+        rcv_nxt = self.rcv_nxt
+        if seq == rcv_nxt:
+            immediate = False
+            rcv_nxt = end
+            if self.ofo:
+                rcv_nxt = self._drain_ofo(rcv_nxt)
+                immediate = True
+            self._deliver(rcv_nxt, now)
+        elif end <= rcv_nxt:
+            self.dup_segments += 1
+            self.send_ack(now)          # tcp_send_dupack
+            return
+        elif seq < rcv_nxt:
+            # partly new: keep the new part
+            self._deliver(end if not self.ofo else self._drain_ofo(end), now)
+            immediate = True
+        else:
+            self._add_ofo(seq, end)
+            self.ofo_segments += 1
+            self.quick = self.max_quickacks
+            self.send_ack(now)
+            return
+        if self.rcv_wup == self.rcv_nxt and not self.ack_pending:
+            return                      # the application's reply already carried the ACK
+        if immediate or self.quick > 0 or self.rcv_nxt - self.rcv_wup > self.mss:
+            if self.quick > 0:
+                self.quick -= 1
+            self.send_ack(now)
+        else:
+            self._arm_delack(now)
+
+    def _deliver(self, new_nxt: int, now: float) -> None:
+        n = new_nxt - self.rcv_nxt
+        self.rcv_nxt = new_nxt
+        self.bytes_received += n
+        if self.on_deliver is not None:
+            self.on_deliver(n, now)
+
+    def _add_ofo(self, s: int, e: int) -> None:
+        ofo = self.ofo
+        insort(ofo, [s, e])
+        # merge overlapping/adjacent intervals (few intervals: linear is fine)
+        merged = []
+        total = 0
+        for a, b in ofo:
+            if merged and a <= merged[-1][1]:
+                if b > merged[-1][1]:
+                    merged[-1][1] = b
+            else:
+                merged.append([a, b])
+        for a, b in merged:
+            total += b - a
+        self.ofo = merged
+        self.ofo_bytes = total
+        self._last_block_start = s
+
+    def _drain_ofo(self, nxt: int) -> int:
+        ofo = self.ofo
+        while ofo and ofo[0][0] <= nxt:
+            a, b = ofo.pop(0)
+            self.ofo_bytes -= b - a
+            if b > nxt:
+                nxt = b
+        # drop bytes already covered inside a partially overlapping interval
+        return nxt
+
+    def _sack_blocks(self):
+        ofo = self.ofo
+        if not ofo:
+            return None
+        recent = None
+        for blk in ofo:
+            if blk[0] <= self._last_block_start < blk[1]:
+                recent = blk
+                break
+        out = []
+        if recent is not None:
+            out.append((recent[0], recent[1]))
+        for blk in reversed(ofo):
+            if len(out) >= MAX_SACK_BLOCKS:
+                break
+            if blk is not recent:
+                out.append((blk[0], blk[1]))
+        return out
+
+    # -- ACKs out ----------------------------------------------------------------------------
+    def send_ack(self, now: float) -> None:
+        """Send a pure ACK now."""
+        sock = self.sock
+        pkt = Packet(sock.rflow, self.ack_size, now, kind="ack")
+        pkt.seq = sock.sender.snd_nxt
+        pkt.ack = self.rcv_nxt
+        pkt.ts_val = now
+        pkt.ts_ecr = self.ts_recent
+        pkt.rwnd = self.window()
+        if self.sack and self.ofo:
+            blocks = self._sack_blocks()
+            pkt.sack = blocks
+            pkt.size += 4 + 8 * len(blocks)     # SACK option + 2 NOPs (RFC 2018)
+        self.acks_sent += 1
+        self.ack_pending = False
+        self.rcv_wup = self.last_ack_sent = self.rcv_nxt
+        sock.sender.segs_out += 1
+        sock.endpoint.send(pkt)
+
+    def ack_piggybacked(self) -> None:
+        """Outgoing data carries the ACK (``tcp_event_ack_sent``)."""
+        self.ack_pending = False
+        self.rcv_wup = self.last_ack_sent = self.rcv_nxt
+
+    def _arm_delack(self, now: float) -> None:
+        if not self.ack_pending:
+            self.ack_pending = True
+            self._delack_at = now + self.delack
+        if self._delack_ev is None:
+            self._delack_ev = call_at(self.env, self._delack_at, self._delack_fire)
+
+    def _delack_fire(self, _=None) -> None:
+        self._delack_ev = None
+        if not self.ack_pending:
+            return
+        now = self.env._now
+        if now + 1e-12 < self._delack_at:
+            self._delack_ev = call_at(self.env, self._delack_at, self._delack_fire)
+            return
+        self.delayed_acks += 1
+        self.send_ack(now)

@@ -1,0 +1,554 @@
+"""The sending half of a TCP connection, as Linux sends.
+
+What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
+
+* Segmentation: full segments of ``mss`` payload bytes; a smaller tail is
+  held by Nagle's algorithm (Linux's Minshall variant, ``tcp_nagle_check``:
+  a small segment waits while an earlier small segment is unacknowledged)
+  unless ``nodelay`` (``TCP_NODELAY``).  A segment is sent only when it fits
+  both the congestion window (segments in flight, ``tcp_packets_in_flight``)
+  and the peer's advertised window (``tcp_snd_wnd_test``).
+* The application's writes and the send buffer: the bytes written but not yet
+  acknowledged never exceed ``sndbuf``; a bulk writer refills in ``write_size``
+  steps as ACKs free space.
+* Loss detection and recovery as Linux does it: with SACK (RFC 2018) a
+  scoreboard marks a segment lost once ``DUPTHRESH`` segments above it are
+  SACKed (RFC 6675 ``IsLost``); without SACK, duplicate ACKs are counted as
+  Linux's "reno SACKs" and the head is retransmitted on the third and again on
+  each partial ACK (NewReno, RFC 6582).  During recovery the window follows
+  Proportional Rate Reduction (RFC 6937, ``tcp_cwnd_reduction``) and ends at
+  ``ssthresh`` when the recovery point is acknowledged.
+* The retransmission timer (RFC 6298; one pending timer re-armed lazily):
+  on expiry ``ssthresh`` is reduced, ``cwnd = 1``, every unSACKed segment is
+  marked lost and retransmitted in slow start, and the timeout doubles.
+* RTT samples from the oldest newly acknowledged never-retransmitted segment,
+  else from the timestamp echo (RFC 7323), as ``tcp_clean_rtx_queue`` does.
+
+Not modelled: the three-way handshake and FIN, TSO/GSO, pacing, RACK-TLP,
+F-RTO and undo of spurious retransmissions, the persist timer.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from ..packet import Packet, tcp_frame_size
+from ..sched import call_at
+from .defaults import DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND
+from .rtt import RttEstimator
+
+# scoreboard flags of one segment (the record is [seq, end, tx_time, flags])
+SACKED = 1
+LOST = 2
+RETRANS = 4        # a retransmission of it is in flight
+EVER_RETRANS = 8
+
+# congestion states (tcp_ca_state)
+OPEN = "open"
+RECOVERY = "recovery"
+LOSS = "loss"
+
+INF = float("inf")
+
+
+def _seq_of(rec):
+    return rec[0]
+
+
+class TcpSender:
+    def __init__(self, sock, *, mss: int, cc, init_cwnd: int = INIT_CWND, sndbuf: int,
+                 nodelay: bool = False, sack: bool = True, timestamps: bool = True,
+                 rtt: RttEstimator | None = None, app_cost: float = 0.0, cpu=None,
+                 keep_samples: bool = True):
+        self.sock = sock
+        self.env = sock.env
+        self.mss = mss
+        self.timestamps = timestamps
+        self.frame_full = tcp_frame_size(mss, timestamps)
+        self.cc = cc
+        cc.attach(self)
+        self.cwnd = init_cwnd
+        self.cwnd_cnt = 0
+        self.ssthresh = INFINITE_SSTHRESH
+        self.sndbuf = max(int(sndbuf), 1)
+        self.nodelay = nodelay
+        self.sack = sack
+        self.rtt = rtt or RttEstimator()
+        self.app_cost = app_cost
+        self.cpu = cpu
+        # sequence space (bytes, starting at 0)
+        self.snd_una = 0
+        self.snd_nxt = 0
+        self.write_end = 0          # bytes the application has written
+        self.snd_wnd = 65535        # peer's advertised window, set at connect
+        self.snd_sml = 0            # end of the last small segment sent (Minshall)
+        self.bulk_until: float | None = None
+        self.write_size = mss       # bytes per send() call (kept for the tools' bookkeeping)
+        # scoreboard: records in sequence order; rtx[head:] are outstanding
+        self.rtx: list = []
+        self.head = 0
+        self.sacked_out = 0
+        self.lost_out = 0
+        self.retrans_out = 0
+        self._retx_hint = 0
+        self._lost_mark_seq = 0
+        self._high_sacked = 0         # start of the highest SACKed segment + 1
+        self._sack_cache: dict = {}
+        # congestion state
+        self.state = OPEN
+        self.high_seq = 0
+        self.prior_cwnd = 0
+        self.prr_delivered = 0
+        self.prr_out = 0
+        self.cwnd_limited = False
+        self.max_packets_out = 0
+        self.backoff = 0
+        # retransmission timer (lazy)
+        self._rto_at = INF
+        self._rto_ev = None
+        self._rto_ev_t = INF
+        # counters (the names of ``ss -ti`` / iperf3 where they exist)
+        self.segs_out = 0
+        self.data_segs_out = 0
+        self.bytes_sent = 0
+        self.bytes_retrans = 0
+        self.retransmits = 0        # iperf3 "retransmits" = tcpi_total_retrans
+        self.fast_recoveries = 0
+        self.timeouts = 0
+        self.keep_samples = keep_samples
+        self.rtt_samples: list[float] = []
+        self.rtt_times: list[float] = []
+        self.cwnd_log: list[tuple[float, int, int]] = []
+        self.on_acked = None        # callback(acked_bytes, now) for the application
+
+    # -- views -----------------------------------------------------------------------
+    @property
+    def packets_out(self) -> int:
+        return len(self.rtx) - self.head
+
+    @property
+    def in_flight(self) -> int:
+        """``tcp_packets_in_flight``: outstanding - SACKed - lost + retransmitted."""
+        return len(self.rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out
+
+    @property
+    def bytes_acked(self) -> int:
+        return self.snd_una
+
+    def log_cwnd(self, now: float) -> None:
+        self.cwnd_log.append((now, self.cwnd, min(self.ssthresh, INFINITE_SSTHRESH)))
+
+    # -- the application -----------------------------------------------------------------
+    def write(self, nbytes: int) -> None:
+        """The application writes ``nbytes`` (it is never blocked: see ``sndbuf`` for bulk)."""
+        if nbytes > 0:
+            self.write_end += int(nbytes)
+            self.push()
+
+    def bulk(self, until: float, write_size: int | None = None) -> None:
+        """Keep the send buffer full (a netperf/iperf sender) until time ``until``."""
+        self.bulk_until = until
+        if write_size:
+            self.write_size = int(write_size)
+        self.push()
+
+    def _refill(self, now: float) -> None:
+        """A writer blocked on a full buffer copies as space frees (``sk_stream_wait_memory``).
+
+        Approximation: Linux wakes the writer once a third of the buffer is
+        free and counts skb overhead; here the payload-sized buffer is kept
+        full, so a buffer-limited flow keeps ``sndbuf`` bytes in flight.
+        """
+        if now >= self.bulk_until:
+            self.bulk_until = None
+            return
+        full = self.snd_una + self.sndbuf
+        if full > self.write_end:
+            self.write_end = full
+
+    # -- sending ---------------------------------------------------------------------------
+    def push(self) -> None:
+        """``tcp_write_xmit``: send what the windows, the buffer and Nagle allow."""
+        env = self.env
+        now = env._now
+        if self.bulk_until is not None:
+            self._refill(now)
+        rtx = self.rtx
+        mss = self.mss
+        while True:
+            pipe = len(rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out
+            if pipe >= self.cwnd:
+                self.cwnd_limited = True
+                break
+            if self.lost_out > self.retrans_out and self._retransmit_next(now):
+                continue
+            seq = self.snd_nxt
+            n = self.write_end - seq
+            if n <= 0:
+                self.cwnd_limited = False
+                break
+            if n > mss:
+                n = mss
+            end = seq + n
+            if end > self.snd_una + self.snd_wnd and len(rtx) > self.head:
+                self.cwnd_limited = False
+                break
+            if n < mss and not self.nodelay and len(rtx) > self.head and self.snd_sml > self.snd_una:
+                self.cwnd_limited = False
+                break
+            # a new segment
+            if n < mss:
+                self.snd_sml = end
+            self.snd_nxt = end
+            rtx.append([seq, end, now, 0])
+            self._transmit(seq, n, now)
+            if self.state == RECOVERY:
+                self.prr_out += 1
+        po = len(rtx) - self.head
+        if po > self.max_packets_out:
+            self.max_packets_out = po
+        if po and self._rto_at == INF:
+            self._arm_rto(now + self.rtt.backed_off(self.backoff))
+
+    def _transmit(self, seq: int, n: int, now: float) -> None:
+        sock = self.sock
+        rcv = sock.receiver
+        size = self.frame_full if n == self.mss else tcp_frame_size(n, self.timestamps)
+        pkt = Packet(sock.flow, size, now, payload=n, seq=seq, kind="data")
+        pkt.ack = rcv.rcv_nxt
+        pkt.ts_val = now
+        pkt.ts_ecr = rcv.ts_recent
+        pkt.rwnd = rcv.window()
+        self.segs_out += 1
+        self.data_segs_out += 1
+        self.bytes_sent += n
+        if self.app_cost:
+            t = None
+            if self.cpu is not None:
+                t = self.cpu.serve(now, self.app_cost)
+            pkt.t = t if t is not None else now + self.app_cost
+        if rcv.ack_pending or rcv.rcv_nxt != rcv.last_ack_sent:
+            rcv.ack_piggybacked()
+        sock.endpoint.send(pkt)
+
+    def _retransmit_next(self, now: float) -> bool:
+        """Retransmit the first segment marked lost and not yet retransmitted."""
+        rtx = self.rtx
+        i = self._retx_hint
+        if i < self.head:
+            i = self.head
+        n = len(rtx)
+        while i < n:
+            r = rtx[i]
+            f = r[3]
+            if f & LOST and not f & RETRANS:
+                r[3] = f | RETRANS | EVER_RETRANS
+                r[2] = now
+                self.retrans_out += 1
+                self.retransmits += 1
+                self.bytes_retrans += r[1] - r[0]
+                self._retx_hint = i + 1
+                self._transmit(r[0], r[1] - r[0], now)
+                if self.state == RECOVERY:
+                    self.prr_out += 1
+                if i == self.head:      # tcp_xmit_retransmit_queue re-arms the RTO on the head
+                    self._arm_rto(now + self.rtt.backed_off(self.backoff))
+                return True
+            i += 1
+        self._retx_hint = n
+        # nothing found although lost_out > retrans_out: counters out of step would loop
+        return False
+
+    # -- acknowledgements -------------------------------------------------------------------
+    def on_ack(self, pkt, now: float) -> None:
+        """``tcp_ack``: process the cumulative ACK, SACK blocks and window of ``pkt``."""
+        ack = pkt.ack
+        if ack > self.snd_nxt:
+            return      # acknowledges data never sent: ignore (tcp_ack's "too new")
+        prior_una = self.snd_una
+        wnd_changed = pkt.rwnd != self.snd_wnd
+        self.snd_wnd = pkt.rwnd
+        rtx = self.rtx
+        if ack < prior_una or (ack == prior_una and len(rtx) == self.head):
+            if wnd_changed:
+                self.push()
+            return
+        acked = 0            # segments newly acknowledged cumulatively
+        delivered = 0        # newly delivered: cum-acked not SACKed before + newly SACKed
+        first_tx = -1.0
+        if ack > prior_una:
+            h = self.head
+            n = len(rtx)
+            sacked_before = 0
+            while h < n:
+                r = rtx[h]
+                if r[1] > ack:
+                    break
+                f = r[3]
+                if f:
+                    if f & SACKED:
+                        sacked_before += 1
+                    if f & LOST:
+                        self.lost_out -= 1
+                    if f & RETRANS:
+                        self.retrans_out -= 1
+                elif first_tx < 0.0:
+                    first_tx = r[2]
+                h += 1
+            acked = h - self.head
+            self.head = h
+            if h > 4096 and h * 2 > n:
+                del rtx[:h]
+                self._retx_hint = max(0, self._retx_hint - h)
+                self.head = 0
+            if self.sack:
+                self.sacked_out -= sacked_before
+                delivered = acked - sacked_before
+            else:
+                # tcp_remove_reno_sacks: dupACKs already counted some of these
+                if acked > 0:
+                    delivered = acked - self.sacked_out
+                    if delivered < 1:
+                        delivered = 1
+                    self.sacked_out = 0 if acked - 1 >= self.sacked_out else self.sacked_out - (acked - 1)
+            self.snd_una = ack
+            self.backoff = 0
+            if self.on_acked is not None:
+                self.on_acked(ack - prior_una, now)
+        if self.sack:
+            if pkt.sack:
+                newly = self._process_sack(pkt.sack)
+                delivered += newly
+                if newly:
+                    self._mark_lost_sack()
+        elif ack == prior_una and not pkt.payload and not wnd_changed and len(rtx) > self.head:
+            # a duplicate ACK counted as a "reno SACK" (tcp_add_reno_sack)
+            po = len(rtx) - self.head
+            if self.sacked_out < po - 1 or self.sacked_out < DUPTHRESH:
+                self.sacked_out += 1
+            delivered = 1
+        # RTT sample
+        if first_tx >= 0.0:
+            sample = now - first_tx
+        elif acked and self.timestamps and pkt.ts_ecr > 0.0:
+            sample = now - pkt.ts_ecr
+        else:
+            sample = -1.0
+        if sample >= 0.0:
+            self.rtt.sample(sample)
+            self.cc.on_rtt(sample, now)
+            if self.keep_samples:
+                self.rtt_samples.append(sample)
+                self.rtt_times.append(now)
+        # the retransmission timer restarts when new data is acknowledged (tcp_rearm_rto)
+        if acked:
+            if len(rtx) > self.head:
+                self._arm_rto(now + self.rtt.backed_off(0))
+            else:
+                self._rto_at = INF
+        self._congestion_control(acked, delivered, ack > prior_una, now)
+        self.push()
+
+    def _congestion_control(self, acked: int, delivered: int, advanced: bool, now: float) -> None:
+        """``tcp_fastretrans_alert`` + ``tcp_cong_control``."""
+        state = self.state
+        if state == RECOVERY:
+            if self.snd_una >= self.high_seq:
+                # recovery complete: tcp_end_cwnd_reduction
+                if self.ssthresh < self.cwnd:
+                    self.cwnd = self.ssthresh
+                self.state = OPEN
+                if not self.sack:
+                    self.sacked_out = 0
+                self.log_cwnd(now)
+                return
+            if not self.sack and advanced:
+                self._mark_head_lost()          # NewReno partial ACK
+            self._prr(delivered)
+            return
+        if state == LOSS and self.snd_una >= self.high_seq:
+            self.state = state = OPEN
+        if state == OPEN:
+            if self.sack:
+                enter = self.lost_out > 0
+            else:
+                enter = self.sacked_out >= DUPTHRESH
+                if enter:
+                    self._mark_head_lost()
+            if enter:
+                self._enter_recovery(now)
+                self._prr(delivered)
+                return
+        if acked and (self.cwnd_limited or
+                      (self.cwnd < self.ssthresh and self.cwnd < 2 * self.max_packets_out)):
+            self.cc.cong_avoid(acked, now)
+            if self.cwnd < 1:
+                self.cwnd = 1
+
+    def _enter_recovery(self, now: float) -> None:
+        """``tcp_enter_recovery`` + ``tcp_init_cwnd_reduction``."""
+        self.fast_recoveries += 1
+        self.prior_cwnd = self.cwnd
+        self.ssthresh = self.cc.ssthresh()
+        self.high_seq = self.snd_nxt
+        self.prr_delivered = 0
+        self.prr_out = 0
+        self.cwnd_cnt = 0
+        self.state = RECOVERY
+        self.log_cwnd(now)
+
+    def _prr(self, delivered: int) -> None:
+        """Proportional Rate Reduction (RFC 6937; ``tcp_cwnd_reduction``)."""
+        if delivered <= 0 and self.prr_out:
+            return
+        self.prr_delivered += delivered
+        pipe = self.in_flight
+        delta = self.ssthresh - pipe
+        if delta < 0:
+            sndcnt = (self.ssthresh * self.prr_delivered + self.prior_cwnd - 1) // self.prior_cwnd - self.prr_out
+        else:
+            sndcnt = self.prr_delivered - self.prr_out
+            if sndcnt < delivered:
+                sndcnt = delivered
+            if sndcnt > delta:
+                sndcnt = delta
+        if sndcnt < 0:
+            sndcnt = 0
+        if not self.prr_out and sndcnt < 1:
+            sndcnt = 1      # always send the fast retransmission
+        cwnd = pipe + sndcnt
+        self.cwnd = cwnd if cwnd > 1 else 1
+
+    def _mark_head_lost(self) -> None:
+        if len(self.rtx) > self.head:
+            r = self.rtx[self.head]
+            if not r[3] & (LOST | SACKED):
+                r[3] |= LOST
+                if r[3] & RETRANS:
+                    r[3] &= ~RETRANS
+                    self.retrans_out -= 1
+                self.lost_out += 1
+                self._retx_hint = self.head
+
+    def _process_sack(self, blocks) -> int:
+        """Mark the segments the SACK blocks cover; return how many were newly SACKed."""
+        rtx = self.rtx
+        head = self.head
+        n = len(rtx)
+        una = self.snd_una
+        cache = self._sack_cache
+        new_cache = {}
+        newly = 0
+        for s, e in blocks:
+            if e <= una:
+                continue
+            new_cache[s] = e
+            start = cache.get(s)
+            lo = s if start is None or start < s else start
+            if lo >= e:
+                continue
+            i = bisect_left(rtx, lo, head, n, key=_seq_of)
+            while i < n:
+                r = rtx[i]
+                if r[1] > e:
+                    break
+                f = r[3]
+                if not f & SACKED:
+                    if f & LOST:
+                        self.lost_out -= 1
+                    if f & RETRANS:
+                        self.retrans_out -= 1
+                    r[3] = (f | SACKED) & ~(LOST | RETRANS)
+                    self.sacked_out += 1
+                    newly += 1
+                    if r[0] >= self._high_sacked:
+                        self._high_sacked = r[0] + 1
+                i += 1
+        self._sack_cache = new_cache
+        return newly
+
+    def _mark_lost_sack(self) -> None:
+        """RFC 6675 ``IsLost``: unSACKed segments with DUPTHRESH SACKed segments above them.
+
+        Scans from the highest SACKed segment down to where the previous scan
+        stopped, so the cost is amortised over the ACKs of a recovery.
+        """
+        rtx = self.rtx
+        head = self.head
+        i = bisect_left(rtx, self._high_sacked, head, len(rtx), key=_seq_of) - 1
+        cnt = 0
+        while i >= head:
+            if rtx[i][3] & SACKED:
+                cnt += 1
+                if cnt == DUPTHRESH:
+                    break
+            i -= 1
+        if cnt < DUPTHRESH:
+            return
+        mark = rtx[i][0]
+        stop_seq = self._lost_mark_seq
+        i -= 1
+        while i >= head:
+            r = rtx[i]
+            if r[0] < stop_seq:
+                break
+            f = r[3]
+            if not f & (SACKED | LOST | RETRANS):
+                r[3] = f | LOST
+                self.lost_out += 1
+                if i < self._retx_hint:
+                    self._retx_hint = i
+            i -= 1
+        if mark > stop_seq:
+            self._lost_mark_seq = mark
+
+    # -- retransmission timer ----------------------------------------------------------------
+    def _arm_rto(self, deadline: float) -> None:
+        self._rto_at = deadline
+        if deadline < self._rto_ev_t:
+            if self._rto_ev is not None:
+                self._rto_ev.cancel()
+            self._rto_ev_t = deadline
+            self._rto_ev = call_at(self.env, deadline, self._rto_fire)
+
+    def _rto_fire(self, _=None) -> None:
+        self._rto_ev = None
+        self._rto_ev_t = INF
+        if len(self.rtx) == self.head or self._rto_at == INF:
+            self._rto_at = INF
+            return
+        now = self.env._now
+        if self._rto_at > now + 1e-12:
+            at = self._rto_at
+            self._rto_at = INF
+            self._arm_rto(at)
+            return
+        self._on_timeout(now)
+
+    def _on_timeout(self, now: float) -> None:
+        """``tcp_retransmit_timer`` + ``tcp_enter_loss``."""
+        self.timeouts += 1
+        if self.state != LOSS or self.snd_una >= self.high_seq:
+            self.ssthresh = self.cc.ssthresh()
+        self.cc.on_loss_timeout()
+        self.cwnd = 1
+        self.cwnd_cnt = 0
+        self.state = LOSS
+        self.high_seq = self.snd_nxt
+        if not self.sack:
+            self.sacked_out = 0
+        rtx = self.rtx
+        lost = 0
+        for i in range(self.head, len(rtx)):
+            r = rtx[i]
+            f = r[3]
+            if not f & SACKED:
+                r[3] = (f | LOST) & ~RETRANS
+                lost += 1
+        self.lost_out = lost
+        self.retrans_out = 0
+        self._retx_hint = self.head
+        self.backoff += 1
+        self._rto_at = INF
+        self.log_cwnd(now)
+        self.push()
+        self._arm_rto(now + self.rtt.backed_off(self.backoff))

@@ -1,0 +1,123 @@
+"""iperf3 TCP (``iperf3 -c HOST -P N -w W -t T -C cc``) over the simulated TCP.
+
+Keys are iperf3's flags (iperf3(1)) or their long names:
+
+* ``P``/``parallel``  parallel streams (seed 004 used ``-P 10``; seed 003 1-8);
+* ``w``/``window``    socket buffer in bytes on both ends (iperf3 sets SO_SNDBUF
+  and SO_RCVBUF to it); without it the buffers are autotuned;
+* ``t``/``time``      test length (default 10 s);
+* ``C``/``congestion`` ``cubic`` (Linux's default) or ``reno``/``newreno``;
+* ``l``/``length``    bytes per write (iperf3's TCP default: 128 KiB);
+* ``M``/``set-mss``   maximum segment size in bytes;
+* ``N``/``no-delay``  TCP_NODELAY.
+
+ovssim's own: ``name``, ``start``, ``send_cost``/``recv_cost`` (CPU per segment,
+charged to the endpoints' CPUs), ``port`` (default 5201), ``stagger``
+(streams start uniformly within this time, default 1 ms, drawn from the run's
+``iperf`` random stream, as connections made one after another would).
+
+Results: ``throughput`` (the receivers' sum, 10^6 bit/s, iperf3's
+``sum_received``), ``retransmits`` (iperf3's sender ``retransmits``: all
+retransmitted segments), ``fairness`` (Jain's index over the streams),
+``throughput_min``/``throughput_max`` per stream, and TCP's RTT.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..sched import call_at
+from ..tcp.connection import connect
+from ..tcp.spec import (Option, as_bool, as_cc, as_count, as_port, as_positive_time, as_size,
+                        as_time, parse_table)
+from ..tcp.stats import GoodputMeter, jain_index, rtt_array_ms, rtt_summary
+from .base import Metric, RunContext, Workload
+
+IPERF3_PORT = 5201
+IPERF3_TCP_LENGTH = 128 * 1024
+IPERF3_DEFAULT_TIME = 10.0
+
+
+class IperfTcp(Workload):
+    kind = "iperf_tcp"
+    OPTIONS = [
+        Option("parallel", ("P", "parallel"), as_count, "number of parallel streams"),
+        Option("window", ("w", "window"), as_size, "socket buffer in bytes, e.g. \"256k\""),
+        Option("time", ("t", "time"), as_positive_time, "test length, e.g. \"10s\""),
+        Option("cc", ("C", "congestion"), as_cc, "cubic or reno"),
+        Option("length", ("l", "length"), as_size, "bytes per write, e.g. \"128k\""),
+        Option("mss", ("M", "set-mss", "set_mss"), as_size, "maximum segment size in bytes"),
+        Option("nodelay", ("N", "no-delay", "no_delay"), as_bool, "true to set TCP_NODELAY"),
+        Option("name", ("name",), str, "a name for the results"),
+        Option("start", ("start",), as_time, "start offset"),
+        Option("send_cost", ("send_cost",), as_time, "CPU time per segment sent"),
+        Option("recv_cost", ("recv_cost",), as_time, "CPU time per segment received"),
+        Option("port", ("port", "p"), as_port, "server port"),
+        Option("stagger", ("stagger",), as_time, "spread of the streams' start times"),
+    ]
+
+    def __init__(self, *, parallel: int = 1, window: int | None = None, time: float | None = None,
+                 cc: str = "cubic", length: int = IPERF3_TCP_LENGTH, mss: int | None = None,
+                 nodelay: bool = False, name: str | None = None, start: float = 0.0,
+                 send_cost: float = 0.0, recv_cost: float = 0.0, port: int = IPERF3_PORT,
+                 stagger: float = 1e-3, mtu: int = 1500):
+        super().__init__(name)
+        if parallel < 1:
+            raise ConfigError(f"iperf -P must be >= 1, got {parallel}", key="P", fix="use P = 1 or more")
+        self.parallel = parallel
+        self.window = window
+        self.time = time
+        self.cc = cc
+        self.length = length
+        self.mss = mss
+        self.nodelay = nodelay
+        self.start_offset = start
+        self.send_cost = send_cost
+        self.recv_cost = recv_cost
+        self.port = port
+        self.stagger = stagger
+        self.mtu = mtu
+        self.streams: list = []
+        self.meters: list[GoodputMeter] = []
+        self.t0 = self.t1 = 0.0
+
+    @classmethod
+    def from_spec(cls, table: dict) -> "IperfTcp":
+        return cls(**parse_table(table, cls.OPTIONS, tool="iperf TCP",
+                                 fixed={"tool": ("iperf", "iperf3"), "proto": ("tcp",)}))
+
+    def start(self, ctx: RunContext) -> None:
+        env = ctx.env
+        self.t0 = max(env.now, ctx.start_at + self.start_offset)
+        length = self.time if self.time is not None else (ctx.duration or IPERF3_DEFAULT_TIME)
+        self.t1 = self.t0 + length
+        offsets = np.zeros(self.parallel)
+        if self.stagger > 0 and self.parallel > 1 and ctx.rng is not None:
+            offsets = ctx.rng("iperf").uniform(0.0, self.stagger, self.parallel)
+        for i in range(self.parallel):
+            c, s = connect(env, ctx.src, ctx.dst, self.port, cc=self.cc, mtu=self.mtu, mss=self.mss,
+                           nodelay=self.nodelay, sndbuf=self.window, rcvbuf=self.window,
+                           send_cost=self.send_cost, recv_cost=self.recv_cost)
+            meter = GoodputMeter(self.t0, self.t1)
+            s.receiver.on_deliver = meter
+            self.streams.append((c, s))
+            self.meters.append(meter)
+            at = self.t0 + float(offsets[i])
+            call_at(env, at, lambda _, c=c: c.bulk(self.t1, self.length))
+
+    def metrics(self) -> list[Metric]:
+        per = [m.mbit_per_s() for m in self.meters]
+        senders = [c.sender for c, _ in self.streams]
+        out = [Metric("throughput", float(sum(per)), "Mbit/s"),
+               Metric("retransmits", float(sum(s.retransmits for s in senders)), "count"),
+               Metric("throughput_min", float(min(per)), "Mbit/s"),
+               Metric("throughput_max", float(max(per)), "Mbit/s")]
+        if len(per) > 1:
+            out.append(Metric("fairness", jain_index(per), "Jain index"))
+        for k, v in rtt_summary(senders, self.t0).items():
+            out.append(Metric(k.replace("rtt_", "tcp_rtt_"), v, "ms"))
+        return out
+
+    def samples(self) -> dict[str, np.ndarray]:
+        return {"tcp_rtt": rtt_array_ms([c.sender for c, _ in self.streams]),
+                "stream_throughput": np.asarray([m.mbit_per_s() for m in self.meters])}

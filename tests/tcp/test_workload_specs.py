@@ -1,0 +1,72 @@
+"""The tools' scenario tables: flag-named keys, units, errors that name the key."""
+from __future__ import annotations
+
+import pytest
+
+from ovssim.errors import ConfigError
+from ovssim.path.cpu import CpuPool
+from ovssim.workloads.iperf_tcp import IperfTcp
+from ovssim.workloads.netperf import NetperfTcpRR, NetperfTcpStream, netperf_from_spec
+
+
+def test_netperf_stream_table_in_bytes():
+    w = NetperfTcpStream.from_spec({"tool": "netperf", "test": "TCP_STREAM", "l": "10s",
+                                    "s": "32k", "S": "32k", "m": "256b"})
+    assert (w.length, w.local_buffer, w.remote_buffer, w.message) == (10.0, 32768, 32768, 256)
+    assert w.cc == "cubic" and w.nodelay is False
+
+
+def test_netperf_rr_table():
+    w = netperf_from_spec({"tool": "netperf", "test": "TCP_RR", "r": "1,1", "K": "reno"})
+    assert isinstance(w, NetperfTcpRR)
+    assert (w.request, w.response, w.cc, w.nodelay) == (1, 1, "reno", True)
+    w = netperf_from_spec({"tool": "netperf", "test": "tcp_rr", "r": [64, "1k"], "D": False})
+    assert (w.request, w.response, w.nodelay) == (64, 1024, False)
+
+
+def test_iperf_table():
+    w = IperfTcp.from_spec({"tool": "iperf", "proto": "tcp", "P": 10, "w": "256k", "t": "10s",
+                            "C": "cubic"})
+    assert (w.parallel, w.window, w.time, w.cc) == (10, 262144, 10.0, "cubic")
+    w = IperfTcp.from_spec({"parallel": 3, "congestion": "newreno", "set-mss": 1000})
+    assert (w.parallel, w.cc, w.mss) == (3, "newreno", 1000)
+
+
+@pytest.mark.parametrize("cls,table,key", [
+    (NetperfTcpStream, {"test": "TCP_STREAM", "bogus": 1}, "bogus"),
+    (NetperfTcpStream, {"s": "32 furlongs"}, "s"),
+    (NetperfTcpStream, {"l": 0}, "l"),
+    (NetperfTcpStream, {"K": "bbr"}, "K"),
+    (NetperfTcpStream, {"test": "UDP_STREAM"}, "test"),
+    (NetperfTcpRR, {"r": "1,2,3"}, "r"),
+    (IperfTcp, {"P": 0}, "P"),
+    (IperfTcp, {"P": 2.5}, "P"),
+    (IperfTcp, {"proto": "udp"}, "proto"),
+    (IperfTcp, {"P": 2, "parallel": 3}, "parallel"),
+    (IperfTcp, {"window": "big"}, "window"),
+])
+def test_bad_tables_name_the_key(cls, table, key):
+    with pytest.raises(ConfigError) as exc:
+        cls.from_spec(table)
+    assert exc.value.key == key
+    assert key in str(exc.value)
+
+
+def test_netperf_unknown_test():
+    with pytest.raises(ConfigError, match="TCP_MAERTS"):
+        netperf_from_spec({"test": "TCP_MAERTS"})
+
+
+def test_iperf_parallel_streams_and_cpu_charging(make_path):
+    p = make_path(rate=50e6, delay=0.001)
+    p.a.cpu = CpuPool(p.env, cores=2)
+    w = IperfTcp(parallel=3, time=1.0, send_cost=1e-6)
+    w.start(p.ctx(1.0))
+    p.env.run(until=1.0)
+    m = {x.name: x.value for x in w.metrics()}
+    assert len(w.streams) == 3
+    assert len({c.flow.sport for c, _ in w.streams}) == 3     # distinct ephemeral ports
+    assert m["throughput"] == pytest.approx(sum(w.samples()["stream_throughput"]))
+    assert m["throughput"] > 40.0
+    # one CPU job per data segment the clients sent
+    assert p.a.cpu.jobs == sum(c.sender.data_segs_out for c, _ in w.streams)
