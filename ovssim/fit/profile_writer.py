@@ -1,0 +1,252 @@
+"""Write calibration profiles (TOML) with their provenance.
+
+Layout (read by ``ovssim/profile.py``)::
+
+    [profile]      name, description, ovssim_version
+    [provenance]   created (UTC ISO-8601), command, data = [{file, sha256}], method
+    [fit]          goodness-of-fit figures (numbers / strings / small tables)
+    [params]       dotted parameter name -> constant ("6us") or distribution spec
+    [uncertainty]  optional: parameter -> {std = ..., ci95 = [lo, hi]}
+
+Every distribution is checked with :class:`ovssim.distributions.Distribution`
+before anything is written, so a profile on disk always loads.  The standard
+library reads TOML but does not write it and no TOML writer is installed, so
+:func:`dumps_toml` emits the small subset profiles use (strings, numbers,
+booleans, arrays, inline tables, and sub-tables for long arrays).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import math
+import re
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..distributions import Distribution
+from ..errors import ConfigError
+
+REQUIRED = {"profile": ("name", "ovssim_version"),
+            "provenance": ("created", "command", "data", "method"),
+            "params": ()}
+_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+_INLINE_ARRAY_MAX = 12
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def data_entry(path: str | Path) -> dict:
+    """``{file, sha256}`` for a data file (path relative to the working directory when inside it)."""
+    p = Path(path)
+    try:
+        shown = str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        shown = str(p)
+    return {"file": shown, "sha256": sha256_file(p)}
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    argv = list(sys.argv if argv is None else argv)
+    if argv and argv[0].endswith(("ovssim", "__main__.py")):
+        argv[0] = "ovssim"
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+# -- TOML ------------------------------------------------------------------------
+def _key(k: str) -> str:
+    k = str(k)
+    return k if _BARE.match(k) else _str(k)
+
+
+def _str(s: str) -> str:
+    out = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{out}"'
+
+
+def _val(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if math.isnan(f):
+            return "nan"
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        r = repr(f)
+        return r if ("." in r or "e" in r or "n" in r) else r + ".0"
+    if isinstance(v, str):
+        return _str(v)
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_val(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_val(x)}" for k, x in v.items() if x is not None) + " }"
+    if v is None:
+        raise ConfigError("TOML has no null value", fix="drop the key or give a value")
+    raise ConfigError(f"cannot write a {type(v).__name__} to TOML")
+
+
+def _is_long(v) -> bool:
+    return isinstance(v, dict) and any(isinstance(x, (list, tuple, np.ndarray)) and len(x) > _INLINE_ARRAY_MAX
+                                      for x in v.values())
+
+
+def _array_lines(v) -> str:
+    items = [_val(x) for x in (v.tolist() if isinstance(v, np.ndarray) else v)]
+    rows = [", ".join(items[i:i + 8]) for i in range(0, len(items), 8)]
+    return "[\n  " + ",\n  ".join(rows) + ",\n]"
+
+
+def _section(lines: list[str], header: str, table: dict) -> None:
+    simple = {k: v for k, v in table.items() if v is not None and not _is_long(v)
+              and not (isinstance(v, dict) and any(isinstance(x, dict) for x in v.values()))}
+    nested = {k: v for k, v in table.items() if v is not None and k not in simple}
+    lines.append(f"[{header}]")
+    for k, v in simple.items():
+        lines.append(f"{_key(k)} = {_val(v)}")
+    lines.append("")
+    for k, v in nested.items():
+        sub = f"{header}.{_key(k)}"
+        lines.append(f"[{sub}]")
+        inner_tables = {}
+        for kk, vv in v.items():
+            if vv is None:
+                continue
+            if isinstance(vv, dict) and any(isinstance(x, dict) for x in vv.values()):
+                inner_tables[kk] = vv
+            elif isinstance(vv, (list, tuple, np.ndarray)) and len(vv) > _INLINE_ARRAY_MAX:
+                lines.append(f"{_key(kk)} = {_array_lines(vv)}")
+            else:
+                lines.append(f"{_key(kk)} = {_val(vv)}")
+        lines.append("")
+        for kk, vv in inner_tables.items():
+            lines.append(f"[{sub}.{_key(kk)}]")
+            for k3, v3 in vv.items():
+                if v3 is not None:
+                    lines.append(f"{_key(k3)} = {_val(v3)}")
+            lines.append("")
+
+
+def dumps_toml(doc: dict) -> str:
+    """Profile dict -> TOML text; round-trips through :mod:`tomllib`."""
+    lines: list[str] = []
+    for header, table in doc.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"profile section {header!r} must be a table")
+        _section(lines, header, table)
+    text = "\n".join(lines).rstrip() + "\n"
+    tomllib.loads(text)   # never write what cannot be read back
+    return text
+
+
+# -- profiles --------------------------------------------------------------------
+def validate_profile(doc: dict, *, file: str | None = None) -> dict:
+    """Check sections, required fields and every parameter's distribution spec."""
+    for section, keys in REQUIRED.items():
+        if section not in doc or not isinstance(doc[section], dict):
+            raise ConfigError(f"missing [{section}] table", file=file, key=section,
+                              fix=f"add a [{section}] section")
+        for k in keys:
+            if k not in doc[section]:
+                raise ConfigError(f"missing field '{k}'", file=file, key=f"{section}.{k}",
+                                  fix=f"add {k} = ... under [{section}]")
+    data = doc["provenance"]["data"]
+    if not isinstance(data, list) or not all(isinstance(d, dict) and "file" in d and "sha256" in d
+                                             for d in data):
+        raise ConfigError("provenance.data must be a list of {file, sha256} tables", file=file,
+                          key="provenance.data", fix='write data = [{ file = "...", sha256 = "..." }]')
+    if not doc["params"]:
+        raise ConfigError("[params] is empty", file=file, key="params",
+                          fix="a profile must set at least one parameter")
+    for name, spec in doc["params"].items():
+        if isinstance(spec, (bool, list)):
+            raise ConfigError(f"parameter value {spec!r} is not a number, unit string or "
+                              "distribution table", file=file, key=f"params.{name}")
+        if isinstance(spec, (dict, str)) or isinstance(spec, (int, float)):
+            if isinstance(spec, str) and not any(ch.isdigit() for ch in spec):
+                continue   # a symbolic setting (e.g. a qdisc name), not a delay
+            if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+                continue   # a plain number (count, factor) is a valid parameter value
+            try:
+                Distribution(spec, where=f"params.{name}")
+            except Exception as exc:
+                if isinstance(spec, dict):
+                    raise ConfigError(f"invalid distribution: {exc}", file=file, key=f"params.{name}",
+                                      fix='see ovssim/distributions.py for the spec format') from None
+                # unit strings that are not times (rates, sizes) are left to the simulator
+    unc = doc.get("uncertainty", {})
+    for name, u in unc.items():
+        if not isinstance(u, dict):
+            raise ConfigError("uncertainty entries must be tables like { std = ..., ci95 = [lo, hi] }",
+                              file=file, key=f"uncertainty.{name}")
+    return doc
+
+
+def build_profile(*, name: str, params: dict, data_files=(), command: str | None = None,
+                  method: str, description: str = "", fit: dict | None = None,
+                  uncertainty: dict | None = None, extra_data: list[dict] | None = None) -> dict:
+    """Assemble a profile dict with provenance (hashes of ``data_files``, time, command, version)."""
+    data = [data_entry(f) for f in data_files] + list(extra_data or [])
+    doc = {
+        "profile": {"name": name, "description": description, "ovssim_version": __version__},
+        "provenance": {"created": now_utc(), "command": command or command_line(),
+                       "data": data, "method": method},
+        "fit": _plain(fit or {}),
+        "params": _plain(params),
+    }
+    if uncertainty:
+        doc["uncertainty"] = _plain(uncertainty)
+    if not doc["fit"]:
+        del doc["fit"]
+    return validate_profile(doc)
+
+
+def _plain(obj):
+    """numpy scalars/arrays -> Python; drop None values."""
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in (obj.tolist() if isinstance(obj, np.ndarray) else obj)]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def write_profile(path: str | Path, doc: dict) -> Path:
+    """Validate and write ``doc`` as TOML; returns the path."""
+    path = Path(path)
+    validate_profile(doc, file=str(path))
+    text = dumps_toml(doc)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def read_profile(path: str | Path) -> dict:
+    """Read and validate a profile (the simulator uses ``ovssim.profile``; this is for fit tools)."""
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError("no such profile file", file=str(p), fix="check the path") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(p)) from None
+    return validate_profile(doc, file=str(p))
