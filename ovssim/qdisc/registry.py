@@ -16,8 +16,17 @@ from .base import Qdisc
 KINDS: dict[str, str] = {
     "pfifo": "pfifo:PFifo",
     "bfifo": "bfifo:BFifo",
+    "pfifo_fast": "pfifo_fast:PfifoFast",
+    "sfq": "sfq:Sfq",
+    "codel": "codel:Codel",
+    "fq_codel": "fq_codel:FqCodel",
+    "tbf": "tbf:Tbf",
+    "htb": "htb:Htb",
+    "hfsc": "hfsc:Hfsc",
+    "noop": "noop:Noop",
 }
-ALIASES: dict[str, str] = {"fifo": "pfifo"}
+ALIASES: dict[str, str] = {"fifo": "pfifo", "fq-codel": "fq_codel", "fqcodel": "fq_codel",
+                           "pfifo-fast": "pfifo_fast", "default": "pfifo_fast"}
 
 
 def register(kind: str, target: str, *aliases: str) -> None:
