@@ -1,0 +1,644 @@
+"""A measurement campaign: a matrix of configurations x repetitions, run in a drift-safe order.
+
+A campaign file (TOML) names qdiscs (``[[qdisc]]``), workloads (``[[workload]]``)
+and one or more ``[[matrix]]`` blocks whose cartesian products (bridge, chain,
+link, qdisc, workload and optional size/rate/streams/cc overrides) are the
+configurations; every configuration runs ``repetitions`` times.  The order is
+``interleaved`` (rep 1 of every configuration, then rep 2, ...), ``randomised``
+(each repetition's block shuffled with ``seed``) or ``sequential``; the first
+two keep drift on a shared machine from biasing one configuration.  See
+data/campaigns/*.toml and data/README.md.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import platform
+import random
+import signal
+import time
+import tomllib
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .. import units
+from ..errors import ConfigError, OvssimError
+from .qos import AppliedQos, QdiscSpec, QosError, probe_qdiscs, root_counters, tc_stats
+from .shell import CommandError, check_name, run, tool_version, which
+from .store import CampaignStore, atomic_write_text
+from .testbed import Testbed, TestbedSpec, reap_stale
+from .tools import Target, ToolFailed
+from .tools import iperf2, iperf3, netperf, ping, qperf, sockperf
+
+TOOLS = {
+    "iperf3": ("iperf3", ["iperf3", "--version"]),
+    "iperf2": ("iperf", ["iperf", "-v"]),
+    "qperf": ("qperf", ["qperf", "--version"]),
+    "sockperf": ("sockperf", ["sockperf", "--version"]),
+    "ping": ("ping", ["ping", "-V"]),
+    "netperf": ("netperf", ["netperf", "-V"]),
+}
+ORDERS = ("interleaved", "randomised", "sequential")
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """One traffic pattern: a tool and its parameters."""
+    name: str
+    tool: str
+    proto: str = "tcp"
+    streams: int = 1
+    cc: str | None = None
+    size: int | None = None
+    rate: float | None = None
+    count: int = 100                 # ping
+    interval: float = 0.01           # ping
+    test: str = ""                   # qperf test(s) / netperf test
+    duration: float | None = None    # overrides the campaign's
+    flush_flows: bool | None = None  # overrides the campaign's
+
+    @classmethod
+    def from_dict(cls, d: dict, *, file=None) -> "WorkloadSpec":
+        key = f"workload.{d.get('name', '?')}"
+        allowed = set(cls.__dataclass_fields__)
+        bad = set(d) - allowed
+        if bad:
+            raise ConfigError(f"unknown workload setting(s) {sorted(bad)}", file=file, key=key,
+                              fix=f"use only {sorted(allowed)}")
+        if "name" not in d or "tool" not in d:
+            raise ConfigError("a [[workload]] needs name and tool", file=file, key=key,
+                              fix='e.g. name = "tcp", tool = "iperf3"')
+        if d["tool"] not in TOOLS:
+            raise ConfigError(f"unknown tool {d['tool']!r}", file=file, key=key,
+                              fix=f"use one of {', '.join(TOOLS)}")
+        kw = dict(d)
+        try:
+            if "rate" in kw:
+                kw["rate"] = units.rate(kw["rate"])
+            if "size" in kw:
+                kw["size"] = int(units.size(kw["size"]))
+            if "duration" in kw:
+                kw["duration"] = units.time(kw["duration"])
+            if "interval" in kw:
+                kw["interval"] = units.time(kw["interval"])
+        except Exception as exc:
+            raise ConfigError(str(exc), file=file, key=key) from None
+        w = cls(**kw)
+        if w.proto not in ("tcp", "udp"):
+            raise ConfigError(f"proto must be tcp or udp, not {w.proto!r}", file=file, key=key)
+        if w.tool == "iperf2" and w.proto != "udp":
+            raise ConfigError("the iperf2 runner measures UDP jitter/loss only", file=file, key=key,
+                              fix='set proto = "udp" or use tool = "iperf3"')
+        if w.cc is not None and not (isinstance(w.cc, str) and w.cc.isidentifier()):
+            raise ConfigError(f"congestion control {w.cc!r} is not a name", file=file, key=key)
+        if not isinstance(w.streams, int) or not 1 <= w.streams <= 128:
+            raise ConfigError("streams must be an integer 1..128", file=file, key=key)
+        return w
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One configuration of the matrix."""
+    testbed: TestbedSpec
+    qdisc: QdiscSpec
+    workload: WorkloadSpec
+
+    def as_columns(self) -> dict:
+        w, q, t = self.workload, self.qdisc, self.testbed
+        return {"bridge": t.bridge, "chain": t.chain, "link": t.link if t.chain > 1 else "-",
+                "datapath": t.resolved_datapath(), "vm_tx_offload": t.vm_tx_offload,
+                "qdisc": q.name, "qdisc_kind": q.kind, "qdisc_rate": q.rate,
+                "qdisc_via": q.via, "workload": w.name, "tool": w.tool, "proto": w.proto,
+                "size": w.size, "rate": w.rate, "streams": w.streams}
+
+    def config_id(self) -> str:
+        blob = json.dumps([repr(self.testbed.key()), repr(self.qdisc), repr(self.workload)])
+        return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+    def describe(self) -> str:
+        t = self.testbed
+        chain = f"x{t.chain} {t.link}" if t.chain > 1 else ""
+        return f"{t.bridge}{chain} | {self.qdisc.describe()} | {self.workload.name}"
+
+
+@dataclass
+class Campaign:
+    name: str
+    file: str
+    file_hash: str
+    text: str
+    repetitions: int
+    order: str
+    seed: int
+    duration: float
+    cooldown: float
+    flush_flows: bool
+    prefix: str
+    configs: list[RunConfig]
+    endpoints: dict | None = None
+    testbed_defaults: dict = field(default_factory=dict)
+
+    def runs(self) -> list[tuple[int, RunConfig, int]]:
+        """(order index, configuration, repetition) in execution order."""
+        reps = range(1, self.repetitions + 1)
+        if self.order == "sequential":
+            seq = [(c, r) for c in self.configs for r in reps]
+        else:
+            rng = random.Random(self.seed)
+            seq = []
+            for r in reps:
+                block = list(self.configs)
+                if self.order == "randomised":
+                    rng.shuffle(block)
+                seq += [(c, r) for c in block]
+        return [(i, c, r) for i, (c, r) in enumerate(seq)]
+
+
+def _list(v):
+    return v if isinstance(v, list) else [v]
+
+
+def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
+    """Read and validate a campaign file (TOML)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read campaign file: {exc.strerror}", file=str(path)) from None
+    try:
+        doc = tomllib.loads(raw.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    f = str(path)
+    for k in doc:
+        if k not in ("campaign", "testbed", "endpoints", "qdisc", "workload", "matrix"):
+            raise ConfigError(f"unknown section [{k}]", file=f,
+                              fix="sections: campaign, testbed, endpoints, qdisc, workload, matrix")
+    c = dict(doc.get("campaign", {}))
+    c.update(overrides or {})
+    allowed = {"name", "repetitions", "order", "seed", "duration", "cooldown", "flush_flows",
+               "prefix", "description"}
+    if set(c) - allowed:
+        raise ConfigError(f"unknown [campaign] setting(s) {sorted(set(c) - allowed)}", file=f,
+                          key="campaign", fix=f"use only {sorted(allowed)}")
+    name = c.get("name", path.stem)
+    check_name(name, "namespace", file=f, key="campaign.name")
+    reps = c.get("repetitions", 10)
+    if not isinstance(reps, int) or reps < 1:
+        raise ConfigError(f"repetitions must be a positive integer, not {reps!r}", file=f,
+                          key="campaign.repetitions")
+    order = c.get("order", "interleaved")
+    if order not in ORDERS:
+        raise ConfigError(f"order must be one of {ORDERS}, not {order!r}", file=f,
+                          key="campaign.order")
+    try:
+        duration = units.positive(units.time(c.get("duration", "5s")), "duration")
+        cooldown = units.time(c.get("cooldown", "0.2s"))
+    except OvssimError as exc:
+        raise ConfigError(str(exc), file=f, key="campaign") from None
+    prefix = c.get("prefix", "ovss")
+    check_name(prefix, "namespace", file=f, key="campaign.prefix")
+
+    qdiscs = {"none": QdiscSpec(name="none")}
+    for q in doc.get("qdisc", []):
+        spec = QdiscSpec.from_dict(q, file=f)
+        check_name(spec.port, "interface", file=f, key=f"qdisc.{spec.name}.port")
+        qdiscs[spec.name] = spec
+    workloads = {}
+    for w in doc.get("workload", []):
+        spec = WorkloadSpec.from_dict(w, file=f)
+        workloads[spec.name] = spec
+    if not workloads:
+        raise ConfigError("the campaign defines no [[workload]]", file=f, key="workload",
+                          fix='add [[workload]] name = "tcp" tool = "iperf3"')
+    tb_defaults = dict(doc.get("testbed", {}))
+    endpoints = doc.get("endpoints")
+    if endpoints is not None:
+        endpoints = _check_endpoints(endpoints, f)
+
+    matrices = doc.get("matrix") or [{}]
+    configs: dict[str, RunConfig] = {}
+    for mi, m in enumerate(matrices):
+        mkey = f"matrix[{mi}]"
+        allowed_m = {"bridge", "chain", "link", "qdisc", "workload", "size", "rate", "streams",
+                     "cc", "vm_tx_offload", "datapath"}
+        if set(m) - allowed_m:
+            raise ConfigError(f"unknown matrix axis {sorted(set(m) - allowed_m)}", file=f, key=mkey,
+                              fix=f"axes: {sorted(allowed_m)}")
+        for qn in _list(m.get("qdisc", ["none"])):
+            if qn not in qdiscs:
+                raise ConfigError(f"qdisc {qn!r} is not defined", file=f, key=mkey,
+                                  fix=f"define it in a [[qdisc]] (known: {', '.join(qdiscs)})")
+        for wn in _list(m.get("workload", list(workloads))):
+            if wn not in workloads:
+                raise ConfigError(f"workload {wn!r} is not defined", file=f, key=mkey,
+                                  fix=f"define it in a [[workload]] (known: {', '.join(workloads)})")
+        axes = {
+            "bridge": _list(m.get("bridge", [tb_defaults.get("bridge", "ovs")])),
+            "chain": _list(m.get("chain", [tb_defaults.get("chain", 1)])),
+            "link": _list(m.get("link", [tb_defaults.get("link", "patch")])),
+            "vm_tx_offload": _list(m.get("vm_tx_offload", [tb_defaults.get("vm_tx_offload", False)])),
+            "datapath": _list(m.get("datapath", [tb_defaults.get("datapath", "auto")])),
+            "qdisc": _list(m.get("qdisc", ["none"])),
+            "workload": _list(m.get("workload", list(workloads))),
+            "size": _list(m.get("size", [None])),
+            "rate": _list(m.get("rate", [None])),
+            "streams": _list(m.get("streams", [None])),
+            "cc": _list(m.get("cc", [None])),
+        }
+        for combo in itertools.product(*axes.values()):
+            a = dict(zip(axes, combo))
+            if a["bridge"] == "linux" and a["chain"] > 1 and a["link"] == "patch":
+                continue   # no patch ports on a Linux bridge: not a configuration
+            tb_kw = {k: v for k, v in tb_defaults.items() if k not in ("prefix",)}
+            tb_kw.update(bridge=a["bridge"], chain=a["chain"],
+                         link=a["link"] if a["chain"] > 1 else "patch",
+                         vm_tx_offload=a["vm_tx_offload"], datapath=a["datapath"])
+            tb = TestbedSpec.from_dict(tb_kw, file=f)
+            q = qdiscs[a["qdisc"]]
+            if q.via == "ovs" and tb.bridge == "linux":
+                q = QdiscSpec(**{**q.__dict__, "via": "tc"})
+            w = workloads[a["workload"]]
+            over = {}
+            try:
+                if a["size"] is not None:
+                    over["size"] = int(units.size(a["size"]))
+                if a["rate"] is not None:
+                    over["rate"] = units.rate(a["rate"])
+            except OvssimError as exc:
+                raise ConfigError(str(exc), file=f, key=mkey) from None
+            if a["streams"] is not None:
+                over["streams"] = int(a["streams"])
+            if a["cc"] is not None:
+                over["cc"] = a["cc"]
+            if over:
+                w = WorkloadSpec(**{**w.__dict__, **over, "name": w.name + "".join(
+                    f"-{k}{v:g}" if isinstance(v, float) else f"-{k}{v}" for k, v in over.items())})
+            rc = RunConfig(tb, q, w)
+            configs.setdefault(rc.config_id(), rc)
+    if endpoints is not None and any(rc.testbed.chain > 1 for rc in configs.values()):
+        raise ConfigError("[endpoints] runs between given hosts: bridge chains cannot be built there",
+                          file=f, key="matrix", fix="drop the chain axis or the [endpoints] section")
+    return Campaign(name=name, file=f, file_hash=hashlib.sha256(raw).hexdigest(), text=raw.decode(),
+                    repetitions=reps, order=order, seed=int(c.get("seed", 1)), duration=duration,
+                    cooldown=cooldown, flush_flows=bool(c.get("flush_flows", True)), prefix=prefix,
+                    configs=list(configs.values()), endpoints=endpoints,
+                    testbed_defaults=tb_defaults)
+
+
+def _check_endpoints(e: dict, f: str) -> dict:
+    """``client``/``server`` are command prefixes (lists); ``server_ip`` the server's address."""
+    out = {}
+    for side in ("client", "server"):
+        pre = e.get(side, [])
+        if not isinstance(pre, list) or not all(isinstance(x, str) for x in pre):
+            raise ConfigError(f"endpoints.{side} must be a list of strings (a command prefix)",
+                              file=f, key=f"endpoints.{side}",
+                              fix='e.g. ["ip", "netns", "exec", "vm1"] or ["ssh", "user@host"]')
+        if pre[:1] == ["ssh"]:
+            check_name(pre[-1], "host", file=f, key=f"endpoints.{side}")
+        if pre[:3] == ["ip", "netns", "exec"]:
+            if len(pre) != 4:
+                raise ConfigError("ip netns exec needs exactly one namespace name", file=f,
+                                  key=f"endpoints.{side}")
+            check_name(pre[3], "namespace", file=f, key=f"endpoints.{side}")
+        out[side] = pre
+    ip = e.get("server_ip")
+    import ipaddress
+    try:
+        ipaddress.ip_address(ip)
+    except (TypeError, ValueError):
+        raise ConfigError(f"endpoints.server_ip {ip!r} is not an IP address", file=f,
+                          key="endpoints.server_ip") from None
+    out["server_ip"] = ip
+    return out
+
+
+# -- preflight -------------------------------------------------------------------------------
+def preflight(camp: Campaign) -> dict:
+    """Check root, tools, qdisc kinds and endpoints before any run; return what was found."""
+    problems = []
+    if camp.endpoints is None and os.geteuid() != 0:
+        raise ConfigError("the built-in testbed needs root (network namespaces, veth, OVS)",
+                          file=camp.file, fix="run as root, e.g. sudo ovssim collect ...")
+    needed = {"ip", "tc", "ss"}
+    if camp.endpoints is None:
+        needed |= {"ethtool"}
+        if any(rc.testbed.bridge == "ovs" for rc in camp.configs):
+            needed |= {"ovs-vsctl", "ovs-appctl", "ovsdb-server", "ovs-vswitchd", "ovsdb-tool"}
+    for rc in camp.configs:
+        needed.add(TOOLS[rc.workload.tool][0])
+        if rc.workload.tool == "netperf":
+            needed.add("netserver")
+    for tool in sorted(needed):
+        if not which(tool):
+            problems.append(f"{tool} is not installed")
+    if problems:
+        raise ConfigError("; ".join(problems), file=camp.file,
+                          fix="install them (./setup.sh as root installs all but netperf)")
+    kinds = sorted({rc.qdisc.kind for rc in camp.configs} | {"pfifo_fast", "htb", "tbf", "fq_codel",
+                                                              "codel", "sfq", "hfsc", "netem"})
+    avail = probe_qdiscs(kinds) if os.geteuid() == 0 else {}
+    if camp.endpoints is not None:
+        for side in ("client", "server"):
+            res = run(camp.endpoints[side] + ["true"], check=False, timeout=15)
+            if res.returncode != 0:
+                raise ConfigError(f"endpoint {side} ({' '.join(camp.endpoints[side])}) is not "
+                                  f"reachable: {res.stderr.strip()[:200]}", file=camp.file,
+                                  key=f"endpoints.{side}")
+        res = run(camp.endpoints["client"] + ["ping", "-c", "1", "-W", "2",
+                                              camp.endpoints["server_ip"]], check=False, timeout=15)
+        if res.returncode != 0:
+            raise ConfigError(f"the client cannot ping {camp.endpoints['server_ip']}",
+                              file=camp.file, key="endpoints.server_ip")
+    return {"qdisc_availability": {k: {"available": v[0], "reason": v[1]} for k, v in avail.items()}}
+
+
+# -- host snapshot ---------------------------------------------------------------------------
+def cpu_times() -> list[tuple[float, float]]:
+    """(busy, total) jiffies per core from /proc/stat."""
+    out = []
+    with open("/proc/stat") as fh:
+        for line in fh:
+            if line.startswith("cpu") and line[3].isdigit():
+                v = [float(x) for x in line.split()[1:]]
+                idle = v[3] + (v[4] if len(v) > 4 else 0)
+                out.append((sum(v) - idle, sum(v)))
+    return out
+
+
+def cpu_busy(before, after) -> dict:
+    m = {}
+    busy_all = tot_all = 0.0
+    for i, ((b0, t0), (b1, t1)) in enumerate(zip(before, after)):
+        if t1 > t0:
+            m[f"cpu{i}_busy"] = ((b1 - b0) / (t1 - t0), "ratio")
+            busy_all += b1 - b0
+            tot_all += t1 - t0
+    if tot_all:
+        m["cpu_busy"] = (busy_all / tot_all, "ratio")
+    return m
+
+
+def machine_metadata() -> dict:
+    cpu_model = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {t: tool_version(argv) for t, (binary, argv) in TOOLS.items() if which(binary)}
+    versions["ovs-vswitchd"] = tool_version(["ovs-vswitchd", "--version"]) if which("ovs-vswitchd") else ""
+    versions["iproute2"] = tool_version(["tc", "-V"])
+    cc = ""
+    try:
+        cc = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().strip()
+    except OSError:
+        pass
+    return {"kernel": platform.release(), "machine": platform.machine(), "cpu_model": cpu_model,
+            "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "tool_versions": versions, "tcp_available_congestion_control": cc,
+            "openvswitch_kernel_module": Path("/sys/module/openvswitch").exists()}
+
+
+# -- running ---------------------------------------------------------------------------------
+class _Interrupted(KeyboardInterrupt):
+    pass
+
+
+def _raise_interrupt(signum, frame):
+    raise _Interrupted(f"signal {signum}")
+
+
+class CampaignRunner:
+    """Runs a campaign into a store; testbeds are built on first use and kept until the end."""
+
+    def __init__(self, camp: Campaign, out: str | Path, *, resume: bool = False,
+                 progress: bool = True, log=print):
+        self.camp, self.resume, self.progress, self.log = camp, resume, progress, log
+        self.store = CampaignStore(out)
+        self.testbeds: dict[tuple, Testbed] = {}
+        self.qdisc_avail: dict = {}
+        self.meta: dict = {}
+
+    # -- setup ------------------------------------------------------------------------------
+    def _prepare_store(self) -> set[str]:
+        d = self.store.dir
+        meta_path = d / "metadata.json"
+        if d.exists() and (d / "runs.jsonl").exists():
+            old = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+            if not self.resume:
+                raise ConfigError(f"{d} already holds results of a campaign",
+                                  fix="pass --resume to complete it, or choose another --out")
+            if old.get("campaign_sha256") not in (None, self.camp.file_hash):
+                raise ConfigError(f"{d} was collected with a different campaign file "
+                                  "(its hash differs)", file=self.camp.file,
+                                  fix="resume with the same campaign file, or use another --out")
+            self.meta = old
+        self.store.create()
+        return self.store.done_run_ids()
+
+    def _write_meta(self, **extra) -> None:
+        self.meta.update(extra)
+        atomic_write_text(self.store.dir / "metadata.json",
+                          json.dumps(self.meta, indent=1, sort_keys=True, default=str))
+
+    def testbed_for(self, spec: TestbedSpec) -> Testbed:
+        tb = self.testbeds.get(spec.key())
+        if tb is not None and tb.ovs is not None and not tb.ovs.running:
+            self.log(f"testbed {tb.name}: OVS stopped unexpectedly; rebuilding it")
+            tb.down()
+            tb = None
+        if tb is None:
+            tb = Testbed(spec, prefix=self.camp.prefix).up()
+            self.testbeds[spec.key()] = tb
+            tb.wait_ready()
+            info = self.meta.setdefault("testbeds", {})
+            info[repr(spec.key())] = {"datapath": spec.resolved_datapath(), "notes": tb.notes,
+                                      "ovs_version": tb.ovs.version() if tb.ovs else None}
+        return tb
+
+    def teardown(self) -> None:
+        for tb in list(self.testbeds.values()):
+            try:
+                tb.down()
+            except Exception as exc:  # noqa: BLE001
+                self.log(f"could not tear down testbed {tb.name}: {exc}")
+        self.testbeds.clear()
+
+    # -- one run ----------------------------------------------------------------------------
+    def _target(self, tb: Testbed | None) -> Target:
+        if tb is None:
+            e = self.camp.endpoints
+            return Target(client=e["client"], server=e["server"], server_ip=e["server_ip"])
+        return Target(client=tb.vm_prefix(1), server=tb.vm_prefix(2), server_ip=tb.vm_ip[1])
+
+    def _counters(self, tb: Testbed | None) -> dict:
+        c = {}
+        if tb is None:
+            return c
+        if tb.ovs is not None:
+            try:
+                c.update(tb.ovs.counters())
+            except CommandError:
+                pass
+        for port in tb.ports():
+            for k, v in root_counters(tc_stats(tb.sw_prefix, port)).items():
+                c[f"tc_{port}_{k[len('qdisc_'):]}"] = v
+        return c
+
+    def run_one(self, rc: RunConfig, rep: int, order: int) -> tuple[dict, dict]:
+        w = rc.workload
+        duration = w.duration or self.camp.duration
+        record = {"campaign": self.camp.name, "config_id": rc.config_id(), "rep": rep,
+                  "order": order, "run_id": f"{rc.config_id()}-r{rep:03d}", "duration": duration,
+                  **rc.as_columns()}
+        record["start"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        samples: dict = {}
+        avail = self.qdisc_avail.get(rc.qdisc.kind, {"available": True})
+        if not avail.get("available", True):
+            record.update(status="skipped", error=f"qdisc {rc.qdisc.kind} unavailable in this "
+                          f"kernel: {avail.get('reason', '')}", metrics={})
+            record["end"] = record["start"]
+            return record, samples
+        tb = None if self.camp.endpoints else self.testbed_for(rc.testbed)
+        target = self._target(tb)
+        qos = AppliedQos(rc.qdisc, tb.sw_prefix if tb else [], tb.ovs if tb else None)
+        metrics: dict = {}
+        try:
+            if tb is not None:
+                qos_info = qos.apply()
+                record["qdisc_readback"] = qos_info
+                flush = w.flush_flows if w.flush_flows is not None else self.camp.flush_flows
+                if flush and tb.ovs is not None:
+                    tb.ovs.purge_flows()
+            c0, cpu0, t0 = self._counters(tb), cpu_times(), time.monotonic()
+            result = self._run_tool(w, target, duration)
+            wall = time.monotonic() - t0
+            c1, cpu1 = self._counters(tb), cpu_times()
+            metrics.update(result.metrics)
+            metrics.update(cpu_busy(cpu0, cpu1))
+            metrics["wall_time"] = (wall, "s")
+            for k, v1 in c1.items():
+                d = v1 - c0.get(k, 0.0)
+                if k.startswith("cov_") and d == 0:
+                    continue
+                gauge = k.endswith(("_backlog", "_qlen", "dp_flows")) or k.startswith("upcall_")
+                metrics[k] = (v1 if gauge else d, "count" if not k.endswith("bytes") else "bytes")
+            port = rc.qdisc.port
+            if tb is not None and f"tc_{port}_bytes" in metrics and wall > 0:
+                metrics["qdisc_wire_rate"] = (metrics[f"tc_{port}_bytes"][0] * 8 / duration, "bit/s")
+            if rc.qdisc.rate and "throughput" in metrics and w.proto == "tcp":
+                metrics["throughput_over_qdisc_rate"] = (metrics["throughput"][0] / rc.qdisc.rate,
+                                                         "ratio")
+            samples = result.samples
+            record["tool_version"] = result.info.get("version", "")
+            record["congestion_control"] = result.info.get("congestion_control", w.cc)
+            record["status"] = "ok"
+        except (ToolFailed, CommandError, QosError) as exc:
+            record.update(status="failed", error=str(exc))
+        finally:
+            try:
+                qos.remove()
+            except CommandError as exc:
+                record.setdefault("cleanup_error", str(exc))
+        record["metrics"] = {k: [float(v), u] for k, (v, u) in metrics.items()}
+        record["end"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        return record, samples
+
+    def _run_tool(self, w: WorkloadSpec, target: Target, duration: float):
+        if w.tool == "iperf3":
+            return iperf3.run(target, duration=duration, proto=w.proto, streams=w.streams,
+                              cc=w.cc, size=w.size, rate=w.rate)
+        if w.tool == "iperf2":
+            return iperf2.run(target, duration=duration, rate=w.rate or 1e6, size=w.size or 1470)
+        if w.tool == "qperf":
+            tests = tuple((w.test or f"{w.proto}_lat").split(","))
+            return qperf.run(target, duration=duration, tests=tests, size=w.size or 1)
+        if w.tool == "sockperf":
+            return sockperf.run(target, duration=duration, size=w.size or 64, proto=w.proto)
+        if w.tool == "ping":
+            return ping.run(target, count=w.count, interval=w.interval, size=w.size or 56)
+        if w.tool == "netperf":
+            return netperf.run(target, duration=duration, test=w.test or "TCP_STREAM", size=w.size)
+        raise ToolFailed(f"no runner for tool {w.tool}")
+
+    # -- the campaign -----------------------------------------------------------------------
+    def run(self) -> dict:
+        camp = self.camp
+        done = self._prepare_store()
+        reaped = reap_stale()
+        if reaped:
+            self.log(f"removed testbeds left by a killed collector: {', '.join(reaped)}")
+        found = preflight(camp)
+        self.qdisc_avail = found["qdisc_availability"]
+        for k, v in self.qdisc_avail.items():
+            if not v["available"] and any(rc.qdisc.kind == k for rc in camp.configs):
+                self.log(f"qdisc {k} is not available in this kernel ({v['reason']}): its runs "
+                         "will be recorded as skipped")
+        atomic_write_text(self.store.dir / "campaign.toml", camp.text)
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.meta.setdefault("started", now)
+        self._write_meta(campaign=camp.name, campaign_file=os.path.basename(camp.file),
+                         campaign_sha256=camp.file_hash, repetitions=camp.repetitions,
+                         order=camp.order, seed=camp.seed, duration_s=camp.duration,
+                         configurations=len(camp.configs), machine=machine_metadata(),
+                         qdisc_availability=self.qdisc_avail,
+                         sessions=self.meta.get("sessions", []) + [{"started": now}])
+        runs = [r for r in camp.runs() if f"{r[1].config_id()}-r{r[2]:03d}" not in done]
+        total = len(camp.runs())
+        counts = {"ok": 0, "failed": 0, "skipped": 0}
+        old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+        old_hup = signal.signal(signal.SIGHUP, _raise_interrupt)
+        try:
+            with ExitStack() as stack:
+                stack.callback(self.teardown)
+                bar = self._progress(stack, total, len(done))
+                for order, rc, rep in runs:
+                    if bar:
+                        bar[0].update(bar[1], description=f"{rc.describe()} rep {rep}")
+                    record, samples = self.run_one(rc, rep, order)
+                    self.store.append(record, samples)
+                    counts[record["status"]] += 1
+                    if record["status"] == "failed":
+                        self.log(f"run {record['run_id']} ({rc.describe()}) failed: "
+                                 f"{record.get('error')}")
+                    if bar:
+                        bar[0].advance(bar[1])
+                    if camp.cooldown:
+                        time.sleep(camp.cooldown)
+        finally:
+            signal.signal(signal.SIGTERM, old_term)
+            signal.signal(signal.SIGHUP, old_hup)
+            self.store.rebuild_table()
+            sessions = self.meta.get("sessions", [])
+            if sessions:
+                sessions[-1]["ended"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                sessions[-1].update(counts)
+            complete = len(self.store.done_run_ids()) >= total
+            self._write_meta(ended=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                             complete=complete)
+        return {"total": total, "previously_done": len(done), **counts}
+
+    def _progress(self, stack: ExitStack, total: int, done: int):
+        if not self.progress:
+            return None
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+        prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+        stack.enter_context(prog)
+        task = prog.add_task("starting", total=total, completed=done)
+        return prog, task
+
+
+def run_campaign(path, out=None, *, resume=False, progress=True, overrides=None, log=print) -> dict:
+    camp = load_campaign(path, overrides)
+    out = Path(out) if out else Path("data/local") / camp.name
+    return CampaignRunner(camp, out, resume=resume, progress=progress, log=log).run()

@@ -1,0 +1,371 @@
+"""The built-in testbed: namespaces as VMs, VIFs into real OVS or Linux bridges.
+
+What seed 000 built with KVM guests, on one machine::
+
+    vm1 [eth0] ==veth== [vif1] br0 --link-- br1 ... br{n-1} [vif2] ==veth== [eth0] vm2
+
+* every VM is a network namespace ``<name>-vm<i>`` with one veth (``eth0``);
+* the bridges live in their own namespace ``<name>-sw`` (the "host"), so nothing
+  -- not even OVS's ``ovs-netdev`` tap -- appears in the host's namespace;
+* ``bridge = "ovs"``: a private OVS (``ovs.PrivateOVS``) started inside the
+  switch namespace; the datapath is the kernel one when the ``openvswitch``
+  module is loaded, otherwise the userspace ``netdev`` datapath;
+* ``bridge = "linux"``: ``ip link add brN type bridge`` (STP off, no forward delay);
+* chained bridges are joined by OVS patch ports or by veth pairs.
+
+The userspace datapath receives on AF_PACKET sockets, which hand it frames
+whose TCP checksum the sender left to the NIC (CHECKSUM_PARTIAL); those frames
+leave OVS with a bad checksum and TCP stalls.  So transmit checksum offload
+is switched off on each VM's eth0 (``ethtool -K eth0 tx off``) for OVS, and,
+by default, for the Linux bridge too so both carry the same frames.
+"""
+from __future__ import annotations
+
+import atexit
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import tempfile
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import ConfigError
+from .ovs import PrivateOVS, kernel_datapath_available
+from .shell import check_name, run, which
+
+STATE_DIR = Path(os.environ.get("OVSSIM_STATE_DIR", "/run/ovssim"))
+
+
+@dataclass(frozen=True)
+class TestbedSpec:
+    """What to build.  ``key()`` identifies testbeds that are interchangeable."""
+    __test__ = False
+    bridge: str = "ovs"          # ovs | linux
+    chain: int = 1               # number of bridges in series
+    link: str = "patch"          # patch | veth (between chained bridges)
+    vms: int = 2
+    datapath: str = "auto"       # auto | netdev | system (OVS only)
+    vm_tx_offload: bool = False  # transmit checksum offload on the VMs' eth0
+    subnet: str = "10.77.0.0/24"
+    mtu: int = 1500
+
+    @classmethod
+    def from_dict(cls, d: dict, *, file=None) -> "TestbedSpec":
+        allowed = {f for f in cls.__dataclass_fields__}
+        bad = set(d) - allowed - {"prefix"}
+        if bad:
+            raise ConfigError(f"unknown testbed setting(s) {sorted(bad)}", file=file, key="testbed",
+                              fix=f"use only {sorted(allowed)}")
+        spec = cls(**{k: v for k, v in d.items() if k in allowed})
+        spec.validate(file=file)
+        return spec
+
+    def validate(self, *, file=None) -> None:
+        if self.bridge not in ("ovs", "linux"):
+            raise ConfigError(f"bridge must be 'ovs' or 'linux', not {self.bridge!r}", file=file,
+                              key="bridge")
+        if not isinstance(self.chain, int) or not 1 <= self.chain <= 16:
+            raise ConfigError(f"chain must be an integer 1..16, not {self.chain!r}", file=file,
+                              key="chain")
+        if self.link not in ("patch", "veth"):
+            raise ConfigError(f"link must be 'patch' or 'veth', not {self.link!r}", file=file,
+                              key="link")
+        if self.bridge == "linux" and self.link == "patch" and self.chain > 1:
+            raise ConfigError("a Linux bridge has no patch ports", file=file, key="link",
+                              fix='use link = "veth" for chained Linux bridges')
+        if not isinstance(self.vms, int) or not 2 <= self.vms <= 32:
+            raise ConfigError(f"vms must be an integer 2..32, not {self.vms!r}", file=file, key="vms")
+        if self.datapath not in ("auto", "netdev", "system"):
+            raise ConfigError(f"datapath must be auto, netdev or system, not {self.datapath!r}",
+                              file=file, key="datapath")
+        try:
+            net = ipaddress.ip_network(self.subnet)
+        except ValueError:
+            raise ConfigError(f"subnet {self.subnet!r} is not an IP network", file=file,
+                              key="subnet", fix='e.g. "10.77.0.0/24"') from None
+        if net.num_addresses < self.vms + 2:
+            raise ConfigError(f"subnet {self.subnet} is too small for {self.vms} VMs", file=file,
+                              key="subnet")
+
+    def key(self) -> tuple:
+        link = self.link if self.chain > 1 else "-"
+        return (self.bridge, self.chain, link, self.vms, self.datapath, self.vm_tx_offload,
+                self.subnet, self.mtu)
+
+    def resolved_datapath(self) -> str:
+        if self.bridge != "ovs":
+            return "linux-bridge"
+        if self.datapath == "auto":
+            return "system" if kernel_datapath_available() else "netdev"
+        return self.datapath
+
+
+_ACTIVE: dict[str, "Testbed"] = {}
+
+
+def _teardown_all() -> None:
+    for tb in list(_ACTIVE.values()):
+        try:
+            tb.down()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
+atexit.register(_teardown_all)
+
+
+class Testbed:
+    """A built testbed.  Use as a context manager, or ``up()`` / ``down()``."""
+    __test__ = False
+
+    def __init__(self, spec: TestbedSpec, prefix: str = "ovss", name: str | None = None):
+        spec.validate()
+        check_name(prefix, "namespace", key="prefix")
+        self.spec = spec
+        self.name = name or f"{prefix}-{uuid.uuid4().hex[:6]}"
+        check_name(self.name + "-vm00", "namespace")
+        self.sw = f"{self.name}-sw"
+        self.vm_ns = [f"{self.name}-vm{i}" for i in range(1, spec.vms + 1)]
+        net = ipaddress.ip_network(spec.subnet)
+        self.vm_ip = [str(net.network_address + i) for i in range(1, spec.vms + 1)]
+        self.prefixlen = net.prefixlen
+        self.bridges = [f"br{k}" for k in range(spec.chain)]
+        self.ovs: PrivateOVS | None = None
+        self.notes: list[str] = []
+        self.created_ns: list[str] = []
+        self.is_up = False
+        self.workdir: Path | None = None
+
+    # -- helpers ----------------------------------------------------------------------------
+    @property
+    def sw_prefix(self) -> list[str]:
+        return ["ip", "netns", "exec", self.sw]
+
+    def vm_prefix(self, i: int) -> list[str]:
+        """Command prefix that runs a command inside VM ``i`` (1-based)."""
+        return ["ip", "netns", "exec", self.vm_ns[i - 1]]
+
+    def vif(self, i: int) -> str:
+        return f"vif{i}"
+
+    def ports(self) -> list[str]:
+        """Every bridge port in the switch namespace (VIFs and link ends)."""
+        ports = [self.vif(i) for i in range(1, self.spec.vms + 1)]
+        if self.spec.chain > 1 and self.spec.link == "veth":
+            for k in range(self.spec.chain - 1):
+                ports += [f"lk{k}a", f"lk{k}b"]
+        return ports
+
+    def _bridge_of_vm(self, i: int) -> str:
+        return self.bridges[0] if i == 1 else self.bridges[-1]
+
+    # -- build ------------------------------------------------------------------------------
+    def up(self) -> "Testbed":
+        for tool in ("ip", "tc", "ethtool") + (("ovs-vsctl", "ovsdb-server", "ovs-vswitchd",
+                                               "ovsdb-tool", "ovs-appctl")
+                                              if self.spec.bridge == "ovs" else ()):
+            if not which(tool):
+                raise ConfigError(f"{tool} is not installed", fix="run ./setup.sh as root")
+        if os.geteuid() != 0:
+            raise ConfigError("building a testbed needs root (network namespaces, veth, OVS)",
+                              fix="run as root, e.g. sudo ovssim ...")
+        _ACTIVE[self.name] = self
+        self.is_up = True
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"ovssim-{self.name}-"))
+        try:
+            self._build()
+        except BaseException:
+            self.down()
+            raise
+        self._save_state()
+        return self
+
+    def _ns_add(self, ns: str) -> None:
+        run(["ip", "netns", "add", ns])
+        self.created_ns.append(ns)
+        run(["ip", "-n", ns, "link", "set", "lo", "up"])
+
+    def _build(self) -> None:
+        s = self.spec
+        self._ns_add(self.sw)
+        for ns in self.vm_ns:
+            self._ns_add(ns)
+        swn = ["ip", "-n", self.sw]
+        # VIFs: vif<i> in the switch namespace, eth0 in the VM
+        for i, ns in enumerate(self.vm_ns, start=1):
+            run(swn + ["link", "add", self.vif(i), "mtu", str(s.mtu), "type", "veth", "peer",
+                       "name", "eth0", "mtu", str(s.mtu), "netns", ns])
+            run(["ip", "-n", ns, "addr", "add", f"{self.vm_ip[i - 1]}/{self.prefixlen}", "dev", "eth0"])
+            run(["ip", "-n", ns, "link", "set", "eth0", "up"])
+            run(swn + ["link", "set", self.vif(i), "up"])
+            if not s.vm_tx_offload:
+                run(["ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tx", "off"])
+        if not s.vm_tx_offload:
+            self.notes.append("transmit checksum offload off on each VM's eth0 (ethtool -K eth0 tx "
+                              "off): the OVS userspace datapath receives on AF_PACKET sockets and "
+                              "forwards CHECKSUM_PARTIAL frames with unfinished TCP checksums")
+        if s.chain > 1 and s.link == "veth":
+            for k in range(s.chain - 1):
+                run(swn + ["link", "add", f"lk{k}a", "mtu", str(s.mtu), "type", "veth", "peer",
+                           "name", f"lk{k}b", "mtu", str(s.mtu)])
+                run(swn + ["link", "set", f"lk{k}a", "up"])
+                run(swn + ["link", "set", f"lk{k}b", "up"])
+        if s.bridge == "ovs":
+            self._build_ovs()
+        else:
+            self._build_linux()
+
+    def _build_ovs(self) -> None:
+        s = self.spec
+        dp = s.resolved_datapath()
+        if dp == "system" and not kernel_datapath_available():
+            raise ConfigError("datapath 'system' needs the openvswitch kernel module",
+                              fix='use datapath = "netdev" (userspace) or modprobe openvswitch')
+        if dp == "netdev":
+            self.notes.append("OVS kernel module absent or not chosen: userspace 'netdev' datapath "
+                              "(AF_PACKET sockets on each port)")
+        self.ovs = PrivateOVS(netns=self.sw, workdir=str(self.workdir)).start()
+        args = []
+        for br in self.bridges:
+            args += ["--", "add-br", br, "--", "set", "bridge", br, f"datapath_type={dp}"]
+        for i in range(1, s.vms + 1):
+            args += ["--", "add-port", self._bridge_of_vm(i), self.vif(i)]
+        for k in range(s.chain - 1):
+            a, b = self.bridges[k], self.bridges[k + 1]
+            if s.link == "patch":
+                pa, pb = f"pt{k}a", f"pt{k}b"
+                args += ["--", "add-port", a, pa, "--", "set", "interface", pa, "type=patch",
+                         f"options:peer={pb}", "--", "add-port", b, pb, "--", "set", "interface",
+                         pb, "type=patch", f"options:peer={pa}"]
+            else:
+                args += ["--", "add-port", a, f"lk{k}a", "--", "add-port", b, f"lk{k}b"]
+        self.ovs.vsctl(*args)
+
+    def _build_linux(self) -> None:
+        s = self.spec
+        swn = ["ip", "-n", self.sw]
+        for br in self.bridges:
+            run(swn + ["link", "add", br, "type", "bridge", "stp_state", "0", "forward_delay", "0"])
+            run(swn + ["link", "set", br, "up"])
+        for i in range(1, s.vms + 1):
+            run(swn + ["link", "set", self.vif(i), "master", self._bridge_of_vm(i)])
+        for k in range(s.chain - 1):
+            run(swn + ["link", "set", f"lk{k}a", "master", self.bridges[k]])
+            run(swn + ["link", "set", f"lk{k}b", "master", self.bridges[k + 1]])
+
+    def wait_ready(self, timeout: float = 10.0) -> None:
+        """Ping from VM1 to every other VM until it answers (bridges learn, OVS is up)."""
+        import time
+        deadline = time.monotonic() + timeout
+        for i in range(2, self.spec.vms + 1):
+            while True:
+                res = run(self.vm_prefix(1) + ["ping", "-c", "1", "-W", "1", self.vm_ip[i - 1]],
+                          check=False, timeout=5)
+                if res.returncode == 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise ConfigError(f"testbed {self.name}: VM1 cannot reach VM{i} "
+                                      f"({self.vm_ip[i - 1]}) through {self.spec.bridge}",
+                                      fix="see the OVS log in the testbed's work directory")
+
+    # -- teardown ---------------------------------------------------------------------------
+    def down(self) -> None:
+        """Stop OVS, delete every namespace this testbed made (and with them every device)."""
+        if self.ovs is not None:
+            try:
+                self.ovs.stop()
+            finally:
+                self.ovs = None
+        for ns in reversed(self.created_ns):
+            run(["ip", "netns", "del", ns], check=False)
+        self.created_ns.clear()
+        if self.workdir and self.workdir.exists():
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        state = STATE_DIR / f"{self.name}.json"
+        if state.exists():
+            state.unlink()
+        _ACTIVE.pop(self.name, None)
+        self.is_up = False
+
+    def __enter__(self):
+        return self.up()
+
+    def __exit__(self, *exc):
+        self.down()
+        return False
+
+    # -- state for the CLI ------------------------------------------------------------------
+    def _save_state(self) -> None:
+        try:
+            STATE_DIR.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return
+        pids = [p.pid for p in self.ovs._procs] if self.ovs else []
+        state = {"name": self.name, "spec": asdict(self.spec), "namespaces": self.created_ns,
+                 "workdir": str(self.workdir), "ovs_pids": pids, "owner_pid": os.getpid(),
+                 "vm_ip": self.vm_ip, "notes": self.notes}
+        tmp = STATE_DIR / f".{self.name}.json.tmp"
+        tmp.write_text(json.dumps(state, indent=1))
+        os.replace(tmp, STATE_DIR / f"{self.name}.json")
+
+    def status(self) -> dict:
+        out = {"name": self.name, "bridge": self.spec.bridge, "chain": self.spec.chain,
+               "link": self.spec.link, "datapath": self.spec.resolved_datapath(),
+               "namespaces": list(self.created_ns), "vm_ip": self.vm_ip, "notes": self.notes}
+        return out
+
+
+def saved_testbeds() -> list[dict]:
+    if not STATE_DIR.exists():
+        return []
+    out = []
+    for p in sorted(STATE_DIR.glob("*.json")):
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def teardown_saved(state: dict) -> None:
+    """Tear down a testbed from its saved state (another process built it)."""
+    for pid in state.get("ovs_pids", []):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if state["workdir"].encode() in cmdline:  # only our own daemons, never a system OVS
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    for ns in reversed(state.get("namespaces", [])):
+        run(["ip", "netns", "del", ns], check=False)
+    shutil.rmtree(state.get("workdir", "/nonexistent"), ignore_errors=True)
+    p = STATE_DIR / f"{state['name']}.json"
+    if p.exists():
+        p.unlink()
+
+
+def reap_stale() -> list[str]:
+    """Tear down testbeds whose owning process died without cleaning up (e.g. SIGKILL)."""
+    reaped = []
+    for st in saved_testbeds():
+        owner = st.get("owner_pid")
+        if owner and not _pid_alive(owner) and not st.get("detached"):
+            teardown_saved(st)
+            reaped.append(st["name"])
+    return reaped

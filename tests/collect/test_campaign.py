@@ -1,0 +1,271 @@
+"""Campaign files, run order, the crash-safe store and the importers (no root needed)."""
+import gzip
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ovssim.collect import campaign as cp
+from ovssim.collect.importers import import_files, read_flent, read_samples_csv
+from ovssim.collect.shell import check_name
+from ovssim.collect.store import CampaignStore, load_results, load_samples, read_journal
+from ovssim.errors import ConfigError, DataError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE = """
+[campaign]
+name = "t"
+repetitions = 3
+order = "{order}"
+seed = 7
+duration = "2s"
+
+[[qdisc]]
+name = "htb50"
+kind = "htb"
+rate = "50mbit"
+via = "ovs"
+
+[[workload]]
+name = "tcp"
+tool = "iperf3"
+
+[[workload]]
+name = "ping"
+tool = "ping"
+
+[[matrix]]
+bridge = ["ovs", "linux"]
+chain = [1, 2]
+link = ["patch", "veth"]
+qdisc = ["none", "htb50"]
+workload = ["tcp", "ping"]
+"""
+
+
+def write(tmp_path, text, name="c.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_matrix_expansion_drops_impossible_and_duplicate_configurations(tmp_path):
+    c = cp.load_campaign(write(tmp_path, BASE.format(order="interleaved")))
+    # bridges/chains: ovs x1, ovs x2 patch, ovs x2 veth, linux x1, linux x2 veth = 5 testbeds;
+    # (linux x2 patch does not exist; chain 1 patch == chain 1 veth) x 2 qdiscs x 2 workloads
+    assert len(c.configs) == 5 * 2 * 2
+    assert len({rc.config_id() for rc in c.configs}) == len(c.configs)
+    # the OVS QoS table is not there on a Linux bridge: the same qdisc goes on with tc
+    assert {rc.qdisc.via for rc in c.configs if rc.testbed.bridge == "linux" and
+            rc.qdisc.kind == "htb"} == {"tc"}
+    assert c.duration == 2.0 and c.configs[0].qdisc.kind in ("none", "htb")
+
+
+@pytest.mark.parametrize("order", ["interleaved", "randomised", "sequential"])
+def test_every_run_once_and_order_properties(tmp_path, order):
+    c = cp.load_campaign(write(tmp_path, BASE.format(order=order)))
+    runs = c.runs()
+    n = len(c.configs)
+    assert len(runs) == n * 3
+    keys = Counter((rc.config_id(), rep) for _, rc, rep in runs)
+    assert set(keys.values()) == {1}
+    reps = [rep for _, _, rep in runs]
+    if order == "sequential":
+        assert [rc.config_id() for _, rc, _ in runs[:3]] == [runs[0][1].config_id()] * 3
+    else:
+        # blocked: every configuration's rep r runs before any configuration's rep r+1
+        assert reps == sorted(reps)
+        blocks = [[rc.config_id() for _, rc, rep in runs if rep == r] for r in (1, 2, 3)]
+        if order == "interleaved":
+            assert blocks[0] == blocks[1] == blocks[2]
+        else:
+            assert blocks[0] != blocks[1] and sorted(blocks[0]) == sorted(blocks[1])
+
+
+def test_randomised_order_is_reproducible_from_seed(tmp_path):
+    p = write(tmp_path, BASE.format(order="randomised"))
+    a = [rc.config_id() for _, rc, _ in cp.load_campaign(p).runs()]
+    b = [rc.config_id() for _, rc, _ in cp.load_campaign(p).runs()]
+    assert a == b
+
+
+@pytest.mark.parametrize("patch,match", [
+    (("order = \"interleaved\"", "order = \"shuffled\""), "order must be"),
+    (("repetitions = 3", "repetitions = 0"), "repetitions"),
+    (("workload = [\"tcp\", \"ping\"]", "workload = [\"tcp\", \"udp\"]"), "workload 'udp' is not defined"),
+    (("rate = \"50mbit\"", "rate = \"fast\""), "cannot read rate"),
+    (("tool = \"iperf3\"", "tool = \"iperf4\""), "unknown tool"),
+    (("kind = \"htb\"", "kind = \"wfq\""), "unknown qdisc kind"),
+    (("name = \"t\"", "name = \"t; rm -rf /\""), "not valid"),
+    (("[[matrix]]", "[[matrix]]\nbridges = [\"ovs\"]"), "unknown matrix axis"),
+])
+def test_bad_campaign_files_give_one_clear_error(tmp_path, patch, match):
+    text = BASE.format(order="interleaved").replace(*patch, 1)
+    with pytest.raises(ConfigError, match=match) as exc:
+        cp.load_campaign(write(tmp_path, text))
+    assert "c.toml" in str(exc.value)
+
+
+def test_htb_without_rate_and_ovs_qos_for_tbf_are_refused(tmp_path):
+    text = BASE.format(order="interleaved").replace('rate = "50mbit"\n', "", 1)
+    with pytest.raises(ConfigError, match="needs a rate"):
+        cp.load_campaign(write(tmp_path, text))
+    text = BASE.format(order="interleaved").replace('kind = "htb"', 'kind = "tbf"', 1)
+    with pytest.raises(ConfigError, match="no type for 'tbf'"):
+        cp.load_campaign(write(tmp_path, text))
+
+
+def test_not_toml_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        cp.load_campaign(write(tmp_path, "[campaign\nname="))
+    with pytest.raises(ConfigError, match="cannot read"):
+        cp.load_campaign(tmp_path / "nope.toml")
+
+
+def test_endpoint_prefixes_are_validated(tmp_path):
+    text = BASE.format(order="interleaved").replace("chain = [1, 2]", "chain = [1]") + """
+[endpoints]
+client = ["ssh", "user@host1"]
+server = ["ip", "netns", "exec", "vm2; reboot"]
+server_ip = "192.0.2.2"
+"""
+    with pytest.raises(ConfigError, match="namespace name"):
+        cp.load_campaign(write(tmp_path, text))
+    ok = text.replace("vm2; reboot", "vm2")
+    c = cp.load_campaign(write(tmp_path, ok))
+    assert c.endpoints["client"] == ["ssh", "user@host1"]
+
+
+@pytest.mark.parametrize("name,kind,ok", [
+    ("vif2", "interface", True), ("a" * 15, "interface", True), ("a" * 16, "interface", False),
+    ("eth0;ls", "interface", False), ("-x", "interface", False), ("$(id)", "namespace", False),
+    ("user@host.example", "host", True), ("host name", "host", False),
+])
+def test_check_name(name, kind, ok):
+    if ok:
+        assert check_name(name, kind) == name
+    else:
+        with pytest.raises(ConfigError):
+            check_name(name, kind)
+
+
+def test_bundled_campaigns_load():
+    for f in (ROOT / "data" / "campaigns").glob("*.toml"):
+        c = cp.load_campaign(f)
+        assert c.configs, f
+
+
+# -- store ------------------------------------------------------------------------------------
+def record(i, metrics=None):
+    return {"campaign": "t", "run_id": f"cfg{i}-r001", "config_id": f"cfg{i}", "rep": 1,
+            "order": i, "status": "ok", "metrics": metrics or {"throughput": [1e6 * i, "bit/s"]}}
+
+
+def test_journal_survives_a_torn_last_line_and_table_has_one_row_per_metric(tmp_path):
+    st = CampaignStore(tmp_path / "c")
+    st.create()
+    for i in range(3):
+        st.append(record(i, {"a": [i, "s"], "b": [2 * i, "s"]}), {"rtt": ([0.1, 0.2], "s")})
+    with open(st.dir / "runs.jsonl", "ab") as fh:      # killed in the middle of a write
+        fh.write(b'{"run_id": "cfg9-r001", "metr')
+    assert [r["run_id"] for r in st.records()] == ["cfg0-r001", "cfg1-r001", "cfg2-r001"]
+    df = st.rebuild_table()
+    assert len(df) == 6 and set(df["metric"]) == {"a", "b"}
+    assert pd.read_csv(st.dir / "results.csv").shape[0] == 6
+    s = load_samples(st.dir, "rtt")
+    assert len(s) == 6 and set(s["run_id"]) == {"cfg0-r001", "cfg1-r001", "cfg2-r001"}
+
+
+def test_corrupt_middle_line_is_a_data_error(tmp_path):
+    p = tmp_path / "runs.jsonl"
+    p.write_text(json.dumps(record(1)) + "\nGARBAGE\n" + json.dumps(record(2)) + "\n")
+    with pytest.raises(DataError, match="line 2"):
+        read_journal(p)
+
+
+# -- importers --------------------------------------------------------------------------------
+def flent_file(tmp_path):
+    doc = {"version": 3, "metadata": {"NAME": "rrul", "TITLE": "t", "TIME": "2020-01-01T00:00:00Z",
+                                      "LENGTH": 60, "STEP_SIZE": 0.2, "FLENT_VERSION": "2.1.1"},
+           "x_values": [0.0, 0.2, 0.4, 0.6],
+           "results": {"Ping (ms) ICMP": [1.0, 2.0, None, 3.0], "TCP upload sum": [90.0, 95.0, 100.0, None]},
+           "raw_values": {"Ping (ms) ICMP": [{"t": 1.0, "val": 1.0, "seq": 1},
+                                             {"t": 1.2, "val": 2.0, "seq": 2},
+                                             {"t": 1.6, "val": 3.0, "seq": 4}]}}
+    p = tmp_path / "rrul-2020.flent.gz"
+    with gzip.open(p, "wt") as fh:
+        json.dump(doc, fh)
+    return p
+
+
+def test_flent_import_converts_units(tmp_path):
+    rec, samples = read_flent(flent_file(tmp_path))
+    assert samples["ping_ms_icmp"] == ([1e-3, 2e-3, 3e-3], "s")
+    assert rec["metrics"]["ping_ms_icmp_median"] == [2e-3, "s"]
+    assert rec["metrics"]["tcp_upload_sum_mean"][0] == pytest.approx(95e6)
+    assert rec["metrics"]["tcp_upload_sum_mean"][1] == "bit/s"
+
+
+def test_csv_import_and_round_trip(tmp_path):
+    csvp = tmp_path / "rtts.csv"
+    csvp.write_text("seq,rtt_ms\n1,0.25\n2,0.30\n3,0.20\n")
+    rec, samples = read_samples_csv(csvp, unit="ms")
+    assert samples["rtt_ms"][0] == pytest.approx([0.25e-3, 0.30e-3, 0.20e-3])
+    out = tmp_path / "imp"
+    assert import_files([flent_file(tmp_path), csvp], out, campaign="old", unit="ms") == 2
+    assert import_files([csvp], out, campaign="old", unit="ms") == 0     # not duplicated
+    df = load_results(out)
+    assert set(df["tool"]) == {"flent", "csv"} and set(df["campaign"]) == {"old"}
+
+
+def test_bad_import_files(tmp_path):
+    bad = tmp_path / "x.flent.gz"
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(DataError, match="Flent"):
+        read_flent(bad)
+    empty = tmp_path / "e.csv"
+    empty.write_text("a,b\nx,y\n")
+    with pytest.raises(DataError, match="numeric"):
+        read_samples_csv(empty)
+
+
+def test_collect_does_not_import_the_simulator():
+    src = "\n".join(p.read_text() for p in (ROOT / "ovssim" / "collect").rglob("*.py"))
+    for forbidden in ("ovssim.path", "ovssim.topology", "ovssim.scenario", "ovssim.runner",
+                      "ovssim.qdisc", "from ..path", "from ..qdisc", "from ..topology"):
+        assert forbidden not in src, forbidden
+
+
+def test_no_shell_strings():
+    src = "\n".join(p.read_text() for p in (ROOT / "ovssim" / "collect").rglob("*.py"))
+    assert "shell=True" not in src and "os.system" not in src
+
+
+def test_preflight_refuses_non_root_with_one_message(tmp_path, monkeypatch):
+    c = cp.load_campaign(write(tmp_path, BASE.format(order="interleaved")))
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(ConfigError, match="needs root") as exc:
+        cp.preflight(c)
+    assert "fix:" in str(exc.value)
+
+
+def test_preflight_names_missing_tools(tmp_path, monkeypatch):
+    c = cp.load_campaign(write(tmp_path, BASE.format(order="interleaved")))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cp, "which", lambda t: None if t in ("iperf3", "ovs-vswitchd") else "/bin/" + t)
+    monkeypatch.setattr(cp, "probe_qdiscs", lambda kinds: {})
+    with pytest.raises(ConfigError, match="iperf3 is not installed; ovs-vswitchd is not installed"):
+        cp.preflight(c)
+
+
+def test_cli_prints_one_line_error_without_traceback(tmp_path):
+    from click.testing import CliRunner
+    from ovssim.collect.cli import collect
+    bad = write(tmp_path, "[campaign]\nrepetitions = -1\n[[workload]]\nname='p'\ntool='ping'\n")
+    res = CliRunner().invoke(collect, [str(bad), "--out", str(tmp_path / "o"), "--no-progress"])
+    assert res.exit_code == 2
+    assert "repetitions" in res.output and "Traceback" not in res.output
