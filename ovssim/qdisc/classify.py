@@ -126,4 +126,5 @@ def size_int(v) -> int:
 
 
 rate = units.rate
+size = units.size
 time = units.time
