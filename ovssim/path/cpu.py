@@ -16,7 +16,7 @@ overflows, which is how throughput degrades (seed 003, veth pairs).
 from __future__ import annotations
 
 import heapq
-from collections import deque
+from bisect import bisect_right, insort
 
 NETDEV_MAX_BACKLOG = 1000
 
@@ -34,7 +34,7 @@ class CpuPool:
         self.speed = speed
         self.backlog_limit = backlog_limit
         self._free = [(0.0, i) for i in range(cores)]
-        self._starts: deque = deque()
+        self._starts: list[float] = []      # sorted start times of work not yet started
         self.busy = [0.0] * cores
         self.jobs = 0
         self.refused = 0
@@ -46,15 +46,17 @@ class CpuPool:
         free_at, core = heap[0]
         start = t if t > free_at else free_at
         lim = self.backlog_limit
-        if lim is not None:
+        if lim is not None and start > t:
+            # Work waiting at time t = work reserved to start after t.  Callers may run
+            # ahead of env.now (lookahead) and out of time order, so count by time, not
+            # by order of calls; what started before env.now can never be waiting again.
             starts = self._starts
-            while starts and starts[0] <= t:
-                starts.popleft()
-            if start > t:
-                if len(starts) >= lim:
-                    self.refused += 1
-                    return None
-                starts.append(start)
+            if starts and starts[0] <= self.env._now:
+                del starts[:bisect_right(starts, self.env._now)]
+            if len(starts) - bisect_right(starts, t) >= lim:
+                self.refused += 1
+                return None
+            insort(starts, start)
         done = start + work
         heapq.heapreplace(heap, (done, core))
         self.busy[core] += work
@@ -62,8 +64,8 @@ class CpuPool:
         return done
 
     def waiting(self, t: float) -> int:
-        """Work items that have arrived by ``t`` and not yet started."""
-        return sum(1 for s in self._starts if s > t)
+        """Work items reserved to start after ``t`` (waiting at ``t``)."""
+        return len(self._starts) - bisect_right(self._starts, t)
 
     def utilisation(self, duration: float) -> list[float]:
         """Busy fraction of each core over ``duration`` seconds."""

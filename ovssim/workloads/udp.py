@@ -103,13 +103,20 @@ class IperfUdp(Workload):
         if self.trace_every and self.sent % self.trace_every == 0:
             pkt.stamps = {"app.send": now}
         cpu = self.src.cpu
+        nxt = now + self.gap
         if self.send_cost and cpu is not None:
+            # the sendto() runs on the sender's CPU: the tool cannot send the next
+            # datagram before this one's system call is done (a CPU-bound iperf
+            # falls behind its -b target, as the real one does)
             done = cpu.serve(now, self.send_cost)
-            if done is not None:
-                pkt.t = done
+            if done is None:
+                done = now + self.send_cost
+            pkt.t = done
+            if done > nxt:
+                nxt = done
         self.sent += 1
         self.src.send(pkt)
-        call_at(env, now + self.gap, self._send)
+        call_at(env, nxt, self._send)
 
     def _received(self, pkt) -> None:
         now = self.env._now
