@@ -11,7 +11,7 @@ WORKLOADS = {
     ("iperf", "tcp"): "iperf_tcp:IperfTcp",
     ("ping", None): "ping:Ping",
     ("netperf", "TCP_STREAM"): "netperf:NetperfTcpStream",
-    ("netperf", "TCP_RR"): "netperf:NetperfTcpRr",
+    ("netperf", "TCP_RR"): "netperf:NetperfTcpRR",
 }
 
 
