@@ -59,6 +59,8 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
     workloads = []
     for wt in sc.workloads:
         wl = make_workload(wt)
+        if sc.trace_every and getattr(wl, "trace_every", None) == 0:
+            wl.trace_every = sc.trace_every          # per-stage delay samples on every Nth packet
         name = wt["name"]
         ctx = RunContext(env, topo.endpoints[wt["from"]], topo.endpoints[wt["to"]], sc.duration,
                          rng=(lambda n, _w=name: rng(f"workload.{_w}.{n}")), start_at=ARP_SETTLE + sc.warmup,
@@ -77,6 +79,9 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
         util = cpu.utilisation(end)
         rows.append({"rep": rep, "workload": "system", "metric": f"cpu_util.{hname}", "unit": "%",
                      "value": 100.0 * float(np.mean(util))})
+        for core, u in enumerate(util):
+            rows.append({"rep": rep, "workload": "system", "metric": f"cpu_util.{hname}.core{core}",
+                         "unit": "%", "value": 100.0 * u})
     counters = topo.counters()
     for key, c in counters.items():
         if key.startswith("bridge:") and "hit" in c:

@@ -131,7 +131,7 @@ class Qdisc:
         s = self.stats
         return (f"qdisc {self.kind} {self.name}\n Sent {s.bytes} bytes {s.packets} pkt "
                 f"(dropped {s.drops}, overlimits {s.overlimits} requeues {s.requeues})\n"
-                f" backlog {s.backlog}b {s.qlen}p requeues {s.requeues}")
+                f" backlog {s.backlog}b {s.qlen}p")
 
     # -- construction from a scenario table ---------------------------------------
     #: key -> converter (e.g. ``units.time``); keys may be written with '-' or '_'.
