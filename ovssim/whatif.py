@@ -1,0 +1,305 @@
+"""What-if: which qdisc gives my VMs the throughput, latency and jitter they need?
+
+:func:`whatif_sweep` turns one scenario and a list of qdiscs into a sweep
+(every VIF port's qdisc replaced, as the thesis configured the scheduler on
+the VM's tap port through the OVS QoS table, seed 000 §4); :func:`rank`
+ranks the qdiscs per metric with mean and Student-t 95% CI over
+replications, and tests each against the best: a paired t-test on the
+per-replication differences when the runs share random numbers (CRN makes
+replication ``r`` of every qdisc see the same arrivals and service draws), a
+Welch t-test otherwise (scipy.stats).  The k-1 p-values of a metric are
+Holm-adjusted (statsmodels ``multipletests``), so "significant" holds
+family-wise at 5% within each metric; across metrics nothing is adjusted.
+:func:`figure` draws bars with CIs per metric and the ECDF of RTT per qdisc.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError
+
+DEFAULT_METRICS = ("throughput", "transactions", "rtt_mean", "rtt_p99", "latency_mean", "latency_p99", "jitter",
+                   "loss")
+HIGHER_IS_BETTER = ("throughput", "transactions", "fairness", "goodput")
+ALIASES = {"rtt": "rtt_mean", "latency": "rtt_mean", "tput": "throughput", "bw": "throughput",
+           "tps": "transactions"}
+SAMPLE_PATTERNS = ("*:rtt", "*:rr_latency")
+
+
+def parse_qdiscs(text: str) -> list[dict]:
+    """``"pfifo_fast,sfq(perturb=10),tbf(rate=10mbit burst=32kb latency=50ms)"`` -> qdisc tables."""
+    from .qdisc.registry import ALIASES as QALIASES, KINDS
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur)
+    out = []
+    for raw in (i.strip() for i in items):
+        if not raw:
+            continue
+        m = re.fullmatch(r"([A-Za-z_][\w-]*)\s*(?:\((.*)\))?", raw)
+        if not m or depth != 0:
+            raise ConfigError(f"cannot read qdisc {raw!r}", key="--qdiscs",
+                              fix='write kinds separated by commas, parameters in brackets: "sfq,tbf(rate=10mbit burst=32kb)"')
+        kind = m.group(1)
+        if QALIASES.get(kind, kind) not in KINDS:
+            raise ConfigError(f"unknown qdisc kind {kind!r}", key="--qdiscs", fix=f"use one of: {', '.join(sorted(KINDS))}")
+        spec = {"kind": kind}
+        for kv in (m.group(2) or "").replace(",", " ").split():
+            k, sep, v = kv.partition("=")
+            if not sep or not k:
+                raise ConfigError(f"qdisc parameter {kv!r} is not key=value", key="--qdiscs",
+                                  fix='write e.g. "sfq(perturb=10)"')
+            spec[k] = _value(v)
+        out.append(spec)
+    if not out:
+        raise ConfigError("no qdiscs given", key="--qdiscs", fix="write e.g. --qdiscs pfifo_fast,sfq,codel")
+    return out
+
+
+def _value(v: str):
+    for conv in (int, float):
+        try:
+            return conv(v)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(v.lower(), v)
+
+
+def qdisc_label(spec: dict) -> str:
+    from .sweep import _short
+    return _short(spec)
+
+
+def whatif_sweep(scenario, qdiscs: list[dict], *, on: list[str] | None = None, reps: int | None = None,
+                 seed: int | None = None, crn: bool = True, duration: str | None = None):
+    """A :class:`~ovssim.sweep.Sweep` that tries each qdisc on the ports ``on`` (default: every VM's VIF port)."""
+    import tomllib
+
+    from .sweep import sweep_from_dict
+    path = Path(scenario)
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"scenario file not found: {path}", file=str(path), fix="check the path") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, IsADirectoryError) as exc:
+        raise ConfigError(f"not a TOML scenario ({exc})", file=str(path), fix="give a scenario .toml") from None
+    vms = [v.get("name") for v in raw.get("vm", []) if isinstance(v, dict)]
+    if on is None:
+        on = [f"vm.{v}.qdisc" for v in vms]
+    if not on:
+        raise ConfigError("the scenario has no [[vm]] whose qdisc could be changed", file=str(path), key="vm",
+                          fix="add VMs, or name the ports with --on nic.eth0.qdisc")
+    for key in on:
+        if not key.endswith(".qdisc"):
+            raise ConfigError(f"--on {key!r} is not a qdisc key", key="--on", fix="write e.g. vm.vm2.qdisc or nic.eth0.qdisc")
+    labels = [qdisc_label(q) for q in qdiscs]
+    if len(set(labels)) != len(labels):
+        raise ConfigError("the same qdisc is listed twice", key="--qdiscs", fix="list each qdisc once")
+    sweep_tbl = {"name": f"whatif-{raw.get('scenario', {}).get('name', path.stem)}", "crn": crn,
+                 "keep_samples": list(SAMPLE_PATTERNS), "max_samples": 400}
+    if reps is not None:
+        sweep_tbl["reps"] = reps
+    if seed is not None:
+        sweep_tbl["seed"] = seed
+    data = {"sweep": sweep_tbl, "grid": {",".join(on): qdiscs}}
+    if duration is not None:
+        data["set"] = {"scenario.duration": duration}
+    sw = sweep_from_dict(data, file=str(path), base_dir=path.parent, base_scenario=raw)
+    sw.base_file = str(path)
+    for p, lab in zip(sw.points, labels):
+        p.label = lab
+    return sw
+
+
+# --------------------------------------------------------------------------- analysis
+
+@dataclass
+class Ranking:
+    workload: str
+    metric: str
+    unit: str
+    higher_is_better: bool
+    table: pd.DataFrame      # rank, qdisc, mean, ci95_low, ci95_high, delta_pct, p_value, p_holm, significant
+    test: str
+
+
+def higher_is_better(metric: str) -> bool:
+    return metric.startswith(HIGHER_IS_BETTER)
+
+
+def _canonical(name: str) -> str:
+    name = ALIASES.get(name, name)
+    m = re.fullmatch(r"p(\d+)_(\w+)", name)          # p99_rtt -> rtt_p99
+    return f"{m.group(2)}_p{m.group(1)}" if m else name
+
+
+def resolve_metrics(df: pd.DataFrame, requested) -> list[tuple[str, str]]:
+    """(workload, metric) pairs for names like ``p99_rtt``, ``ping:rtt_mean`` or ``throughput``."""
+    avail = df[df["workload"] != "system"][["workload", "metric"]].drop_duplicates()
+    pairs = list(avail.itertuples(index=False, name=None))
+    if not requested:
+        return [(w, m) for name in DEFAULT_METRICS for (w, m) in pairs if m == name]
+    out = []
+    for req in requested:
+        wl, _, name = req.rpartition(":")
+        name = _canonical(name)
+        hit = [(w, m) for (w, m) in pairs if m == name and (not wl or w == wl)]
+        if not hit and name == "rtt_mean":               # netperf TCP_RR's latency is its RTT
+            hit = [(w, m) for (w, m) in pairs if m == "latency_mean" and (not wl or w == wl)]
+        if not hit:
+            raise ConfigError(f"no metric {req!r} in the results", key="--metric",
+                              fix="use one of: " + ", ".join(sorted({f'{w}:{m}' for w, m in pairs})))
+        out += [h for h in hit if h not in out]
+    return out
+
+
+def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: list[str] | None = None,
+         alpha: float = 0.05) -> Ranking:
+    """Rank the points of ``df`` (one per label) on one metric and test each against the best."""
+    from scipy import stats
+    from statsmodels.stats.multitest import multipletests
+
+    from .metrics import ci95
+    sub = df[(df["workload"] == workload) & (df["metric"] == metric)]
+    unit = sub["unit"].iloc[0] if len(sub) else ""
+    hib = higher_is_better(metric)
+    by = {lab: g.set_index("rep")["value"].sort_index() for lab, g in sub.groupby("label", sort=False)}
+    labels = order or list(by)
+    labels = [lab for lab in labels if lab in by]
+    rows = []
+    for lab in labels:
+        m, lo, hi = ci95(by[lab].to_numpy())
+        rows.append({"qdisc": lab, "mean": m, "ci95_low": lo, "ci95_high": hi, "reps": int(by[lab].notna().sum())})
+    t = pd.DataFrame(rows)
+    if t.empty:
+        return Ranking(workload, metric, unit, hib, t, "")
+    t = t.sort_values("mean", ascending=not hib, kind="stable").reset_index(drop=True)
+    best = t["qdisc"].iloc[0]
+    pvals = []
+    for lab in t["qdisc"].iloc[1:]:
+        a, b = by[best], by[lab]
+        if paired:
+            common = a.index.intersection(b.index)
+            x, y = a.loc[common].to_numpy(), b.loc[common].to_numpy()
+            ok = np.isfinite(x) & np.isfinite(y)
+            x, y = x[ok], y[ok]
+            d = y - x
+            if len(d) < 2:
+                p = float("nan")
+            elif np.all(d == d[0]):
+                p = 1.0 if d[0] == 0 else 0.0
+            else:
+                p = float(stats.ttest_rel(y, x).pvalue)
+        else:
+            x, y = a.to_numpy(), b.to_numpy()
+            x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+            if len(x) < 2 or len(y) < 2:
+                p = float("nan")
+            elif x.std() == 0 and y.std() == 0:
+                p = 1.0 if x.mean() == y.mean() else 0.0
+            else:
+                p = float(stats.ttest_ind(y, x, equal_var=False).pvalue)
+        pvals.append(p)
+    t["p_value"] = [np.nan] + pvals
+    holm = [np.nan] * len(pvals)
+    finite = [i for i, p in enumerate(pvals) if np.isfinite(p)]
+    if finite:
+        adj = multipletests([pvals[i] for i in finite], alpha=alpha, method="holm")[1]
+        for i, a in zip(finite, adj):
+            holm[i] = float(a)
+    t["p_holm"] = [np.nan] + holm
+    t["significant"] = [False] + [bool(np.isfinite(p) and p < alpha) for p in holm]
+    ref = t["mean"].iloc[0]
+    t["delta_pct"] = (t["mean"] - ref) / abs(ref) * 100.0 if ref else np.nan
+    t.insert(0, "rank", range(1, len(t) + 1))
+    test = "paired t-test (CRN)" if paired else "Welch t-test"
+    return Ranking(workload, metric, unit, hib, t, test)
+
+
+def rank_all(df: pd.DataFrame, metrics, *, paired: bool, order=None) -> list[Ranking]:
+    return [rank(df, w, m, paired=paired, order=order) for w, m in resolve_metrics(df, metrics)]
+
+
+def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
+    """Rich tables, one per metric: rank, qdisc, mean, 95% CI, difference from the best, Holm p, verdict."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+    console = Console(record=True, width=width)
+    with console.capture() as cap:
+        for r in rankings:
+            arrow = "higher is better" if r.higher_is_better else "lower is better"
+            tbl = Table(title=escape(f"{r.workload}: {r.metric} [{r.unit}] ({arrow}; {r.test} vs best, Holm-adjusted)"))
+            for col in ("rank", "qdisc", "mean", "95% CI", "vs best", "p (Holm)", "verdict"):
+                tbl.add_column(col, justify="left" if col in ("qdisc", "verdict") else "right")
+            for row in r.table.itertuples():
+                if row.rank == 1:
+                    verdict, p, d = "best", "", ""
+                else:
+                    p = f"{row.p_holm:.3g}" if np.isfinite(row.p_holm) else "n/a"
+                    verdict = "worse" if row.significant else "not significantly different"
+                    d = f"{row.delta_pct:+.2f}%" if np.isfinite(row.delta_pct) else ""
+                tbl.add_row(str(row.rank), escape(row.qdisc), f"{row.mean:.5g}", f"[{row.ci95_low:.5g}, {row.ci95_high:.5g}]",
+                            d, p, verdict)
+            console.print(tbl)
+    return cap.get()
+
+
+def figure(rankings: list[Ranking], samples: dict, path, order: list[str] | None = None) -> Path:
+    """Bars with 95% CIs per metric and the ECDF of RTT per qdisc; written with matplotlib's Agg backend."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = sorted({k for d in samples.values() for k in d})
+    n = len(rankings) + len(names)
+    cols = min(3, max(1, n))
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.4 * rows), squeeze=False)
+    flat = list(axes.flat)
+    labels = order or sorted({q for r in rankings for q in r.table.get("qdisc", [])})
+    colours = {lab: plt.cm.tab10(i % 10) for i, lab in enumerate(labels)}
+    for ax, r in zip(flat, rankings):
+        t = r.table.set_index("qdisc").reindex([lab for lab in labels if lab in set(r.table["qdisc"])])
+        x = np.arange(len(t))
+        err = np.vstack([t["mean"] - t["ci95_low"], t["ci95_high"] - t["mean"]])
+        ax.bar(x, t["mean"], yerr=err, capsize=4, color=[colours[q] for q in t.index])
+        ax.set_xticks(x, t.index, rotation=30, ha="right", fontsize=8)
+        ax.set_title(f"{r.workload}: {r.metric}", fontsize=9)
+        ax.set_ylabel(r.unit)
+        lo, hi = float(np.nanmin(t["ci95_low"])), float(np.nanmax(t["ci95_high"]))
+        if np.isfinite(lo) and np.isfinite(hi) and hi > lo and lo > 0 and (hi - lo) < 0.2 * hi:
+            pad = (hi - lo) * 0.5
+            ax.set_ylim(lo - pad, hi + pad)      # near-equal bars: zoom so the CIs are visible
+    for ax, name in zip(flat[len(rankings):], names):
+        for lab in labels:
+            v = samples.get(lab, {}).get(name)
+            if v is None or not len(v):
+                continue
+            v = np.sort(v)
+            ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=lab, color=colours[lab])
+        ax.set_title(f"ECDF of {name}", fontsize=9)
+        ax.set_xlabel("ms")
+        ax.set_ylabel("P(X <= x)")
+        ax.legend(fontsize=7)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
