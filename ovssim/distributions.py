@@ -192,37 +192,6 @@ class _Scaled(Distribution):
         return self.base.cdf(np.asarray(x, float) / self.factor)
 
 
-class SumSampler:
-    """Draws of the sum of several independent samplers, in one call per packet.
-
-    The datapath's fast path pays stats + lookup + actions on every hit; summing
-    batches in numpy makes that one list index instead of three calls.
-    """
-
-    __slots__ = ("parts", "_buf", "_i", "const")
-
-    def __init__(self, *parts: "Sampler"):
-        self.parts = parts
-        consts = [p.const for p in parts]
-        self.const = sum(consts) if all(c is not None for c in consts) else None
-        self._buf: list = []
-        self._i = 0
-
-    def next(self) -> float:
-        c = self.const
-        if c is not None:
-            return c
-        i = self._i
-        if i >= len(self._buf):
-            total = 0.0
-            for p in self.parts:
-                total = total + (p.dist.rvs(_BATCH, p.rng) if p.const is None else p.const)
-            self._buf = np.asarray(total).tolist()
-            i = 0
-        self._i = i + 1
-        return self._buf[i]
-
-
 class Sampler:
     """Fast per-packet draws: ``next()`` returns one float, refilling in batches."""
 
@@ -237,15 +206,42 @@ class Sampler:
         self._buf: list = []
         self._i = 0
 
+    def _refill(self) -> list:
+        return self.dist.rvs(_BATCH, self.rng).tolist()
+
     def next(self) -> float:
         c = self.const
         if c is not None:
             return c
         i = self._i
         if i >= len(self._buf):
-            self._buf = self.dist.rvs(_BATCH, self.rng).tolist()
+            self._buf = self._refill()
             i = 0
         self._i = i + 1
         return self._buf[i]
 
     __call__ = next
+
+
+class SumSampler(Sampler):
+    """Draws of the sum of several independent samplers, in one call per packet.
+
+    The datapath's fast path pays stats + lookup + actions on every hit; summing
+    batches in numpy makes that one list index instead of three calls.
+    """
+
+    __slots__ = ("parts",)
+
+    def __init__(self, *parts: Sampler):
+        self.parts = parts
+        self.dist = self.rng = None
+        consts = [p.const for p in parts]
+        self.const = sum(consts) if all(c is not None for c in consts) else None
+        self._buf = []
+        self._i = 0
+
+    def _refill(self) -> list:
+        total = 0.0
+        for p in self.parts:
+            total = total + (p.dist.rvs(_BATCH, p.rng) if p.const is None else p.const)
+        return np.asarray(total).tolist()

@@ -120,7 +120,26 @@ class Bridge:
         for i, p in enumerate(targets):
             self._emit(p, pkt if i == len(targets) - 1 else copy.copy(pkt), vlan, t)
 
-    def receive(self, port: BridgePort, pkt) -> None:  # pragma: no cover - abstract
+    def admit(self, port: BridgePort, pkt):
+        """Ingress: ``(time, vlan)`` of a frame the port accepts, or ``None`` (VLAN drop)."""
+        now = self.env._now
+        t = pkt.t if pkt.t > now else now
+        vlan = self.ingress_vlan(port, pkt)
+        if vlan is False:
+            self.vlan_drops += 1
+            port.dropped += 1
+            return None
+        if pkt.stamps is not None:
+            pkt.stamps[self.name] = t
+        return t, vlan
+
+    def receive(self, port: BridgePort, pkt) -> None:
+        admitted = self.admit(port, pkt)
+        if admitted is not None:
+            self.process(port, pkt, admitted[1], admitted[0])
+
+    def process(self, port: BridgePort, pkt, vlan, t: float) -> None:  # pragma: no cover - abstract
+        """Forward an admitted frame: the subclass's timing, then :meth:`deliver`."""
         raise NotImplementedError
 
     def counters(self) -> dict:

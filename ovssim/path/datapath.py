@@ -71,16 +71,7 @@ class OvsDatapath(Bridge):
         self.expired = 0
 
     # -- the fast path -------------------------------------------------------------
-    def receive(self, port, pkt) -> None:
-        now = self.env._now
-        t = pkt.t if pkt.t > now else now
-        vlan = self.ingress_vlan(port, pkt)
-        if vlan is False:
-            self.vlan_drops += 1
-            port.dropped += 1
-            return
-        if pkt.stamps is not None:
-            pkt.stamps[self.name] = t
+    def process(self, port, pkt, vlan, t: float) -> None:
         mask_cost = self.lookup_per_mask * self.masks
         key = (port.no, pkt.flow, vlan)
         entry = self.cache.get(key)

@@ -33,15 +33,13 @@ class PatchPort:
     def put(self, pkt) -> None:
         self.packets += 1
         now = self.env._now
-        t = (pkt.t if pkt.t > now else now) + self.translate
+        pkt.t = (pkt.t if pkt.t > now else now) + self.translate
         port = self.out
-        bridge = port.bridge
-        vlan = bridge.ingress_vlan(port, pkt)
-        if vlan is False:
-            bridge.vlan_drops += 1
-            return
         port.rx += 1
-        bridge.deliver(port, pkt, vlan, t)
+        admitted = port.bridge.admit(port, pkt)
+        if admitted is not None:
+            # no datapath pass: OVS translates across the patch inside the same flow
+            port.bridge.deliver(port, pkt, admitted[1], admitted[0])
 
 
 class VethLink:

@@ -22,16 +22,7 @@ class LinuxBridge(Bridge):
         self.forward_s = forward
         self.cpu_drops = 0
 
-    def receive(self, port, pkt) -> None:
-        now = self.env._now
-        t = pkt.t if pkt.t > now else now
-        vlan = self.ingress_vlan(port, pkt)
-        if vlan is False:
-            self.vlan_drops += 1
-            port.dropped += 1
-            return
-        if pkt.stamps is not None:
-            pkt.stamps[self.name] = t
+    def process(self, port, pkt, vlan, t: float) -> None:
         done = self.cpu.serve(t, self.forward_s.next())
         if done is None:
             self.cpu_drops += 1

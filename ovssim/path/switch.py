@@ -26,13 +26,5 @@ class PhysicalSwitch(Bridge):
                             name=f"{self.name}.{name}", prop_delay=prop_delay, lookahead=self.lookahead)
         return self.add_port(name, egress, vlan=vlan, trunks=trunks)
 
-    def receive(self, port, pkt) -> None:
-        now = self.env._now
-        t = pkt.t if pkt.t > now else now
-        vlan = self.ingress_vlan(port, pkt)
-        if vlan is False:
-            self.vlan_drops += 1
-            return
-        if pkt.stamps is not None:
-            pkt.stamps[self.name] = t
+    def process(self, port, pkt, vlan, t: float) -> None:
         self.deliver(port, pkt, vlan, t + self.latency)

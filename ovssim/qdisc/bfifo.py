@@ -31,14 +31,3 @@ class BFifo(PFifo):
     def full_for(self, pkt) -> bool:
         return self.stats.backlog + pkt.size > self.limit
 
-    def enqueue(self, pkt, now: float) -> bool:
-        st = self.stats
-        st.arrivals += 1
-        if st.backlog + pkt.size > self.limit:
-            self.drop(pkt, now, "limit")
-            return False
-        self._q.append(pkt)
-        st.qlen += 1
-        st.backlog += pkt.size
-        pkt.enqueued_at = now
-        return True

@@ -45,7 +45,7 @@ class PFifo(Qdisc):
     def enqueue(self, pkt, now: float) -> bool:
         st = self.stats
         st.arrivals += 1
-        if st.qlen >= self.limit:
+        if self.full_for(pkt):
             self.drop(pkt, now, "limit")
             return False
         self._q.append(pkt)
