@@ -12,7 +12,8 @@ Keys are iperf3's flags (iperf3(1)) or their long names:
 * ``N``/``no-delay``  TCP_NODELAY.
 
 ovssim's own: ``name``, ``start``, ``send_cost``/``recv_cost`` (CPU per segment,
-charged to the endpoints' CPUs), ``port`` (default 5201), ``stagger``
+charged to the endpoints' CPUs; default: the profile's ``app.send_per_packet``
+/ ``app.recv_per_packet`` from ``RunContext.extra["app"]``, else 0), ``port`` (default 5201), ``stagger``
 (streams start uniformly within this time, default 1 ms, drawn from the run's
 ``iperf`` random stream, as connections made one after another would).
 
@@ -59,7 +60,8 @@ class IperfTcp(Workload):
     def __init__(self, *, parallel: int = 1, window: int | None = None, time: float | None = None,
                  cc: str = "cubic", length: int = IPERF3_TCP_LENGTH, mss: int | None = None,
                  nodelay: bool = False, name: str | None = None, start: float = 0.0,
-                 send_cost: float = 0.0, recv_cost: float = 0.0, port: int = IPERF3_PORT,
+                 send_cost: float | None = None, recv_cost: float | None = None,
+                 port: int = IPERF3_PORT,
                  stagger: float = 1e-3, mtu: int = 1500):
         super().__init__(name)
         if parallel < 1:
@@ -91,13 +93,16 @@ class IperfTcp(Workload):
         self.t0 = max(env.now, ctx.start_at + self.start_offset)
         length = self.time if self.time is not None else (ctx.duration or IPERF3_DEFAULT_TIME)
         self.t1 = self.t0 + length
+        app = (ctx.extra or {}).get("app", {})
+        send_cost = self.send_cost if self.send_cost is not None else app.get("send_per_packet", 0.0)
+        recv_cost = self.recv_cost if self.recv_cost is not None else app.get("recv_per_packet", 0.0)
         offsets = np.zeros(self.parallel)
         if self.stagger > 0 and self.parallel > 1 and ctx.rng is not None:
             offsets = ctx.rng("iperf").uniform(0.0, self.stagger, self.parallel)
         for i in range(self.parallel):
             c, s = connect(env, ctx.src, ctx.dst, self.port, cc=self.cc, mtu=self.mtu, mss=self.mss,
                            nodelay=self.nodelay, sndbuf=self.window, rcvbuf=self.window,
-                           send_cost=self.send_cost, recv_cost=self.recv_cost)
+                           send_cost=send_cost, recv_cost=recv_cost)
             meter = GoodputMeter(self.t0, self.t1)
             s.receiver.on_deliver = meter
             self.streams.append((c, s))

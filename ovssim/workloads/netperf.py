@@ -21,7 +21,9 @@ Configured with netperf's flags (netperf(1), "Netperf Manual" section 5/6):
 ovssim's own keys: ``name``, ``start`` (offset from the scenario start),
 ``send_cost``/``recv_cost`` (the tool's CPU time per segment sent/received,
 charged to the endpoint's CPU), ``server_cost`` (TCP_RR: server work per
-transaction), ``port``.
+transaction), ``port``.  Costs not given come from the run's profile
+(``app.send_per_packet``, ``app.recv_per_packet``, ``app.rr_processing``,
+passed in ``RunContext.extra["app"]``), else 0.
 
 Results are netperf's: TCP_STREAM ``throughput`` in 10^6 bit/s (here the
 bytes the receiver read during the test, over its length); TCP_RR
@@ -79,8 +81,8 @@ class _NetperfTcp(Workload):
 
     def __init__(self, *, length: float | None = None, local_buffer: int | None = None,
                  remote_buffer: int | None = None, nodelay: bool = False, cc: str = "cubic",
-                 name: str | None = None, start: float = 0.0, send_cost: float = 0.0,
-                 recv_cost: float = 0.0, port: int = NETPERF_DATA_PORT, mtu: int = 1500):
+                 name: str | None = None, start: float = 0.0, send_cost: float | None = None,
+                 recv_cost: float | None = None, port: int = NETPERF_DATA_PORT, mtu: int = 1500):
         super().__init__(name)
         self.length = length
         self.local_buffer = local_buffer
@@ -93,14 +95,20 @@ class _NetperfTcp(Workload):
         self.port = port
         self.mtu = mtu
         self.client = self.server = None
+        self.server_cost = getattr(self, "server_cost", 0.0)
         self.t0 = self.t1 = 0.0
 
     def _open(self, ctx: RunContext):
         env = ctx.env
         self.t0 = max(env.now, ctx.start_at + self.start_offset)
         self.t1 = self.t0 + (self.length if self.length is not None else ctx.duration)
+        app = (ctx.extra or {}).get("app", {})
+        send_cost = self.send_cost if self.send_cost is not None else app.get("send_per_packet", 0.0)
+        recv_cost = self.recv_cost if self.recv_cost is not None else app.get("recv_per_packet", 0.0)
+        if self.server_cost is None:
+            self.server_cost = app.get("rr_processing", 0.0)
         common = dict(cc=self.cc, mtu=self.mtu, nodelay=self.nodelay,
-                      send_cost=self.send_cost, recv_cost=self.recv_cost)
+                      send_cost=send_cost, recv_cost=recv_cost)
         self.client, self.server = connect(
             env, ctx.src, ctx.dst, self.port,
             client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer),
@@ -164,14 +172,14 @@ class NetperfTcpRR(_NetperfTcp):
         Option("server_cost", ("server_cost",), as_time, "server time per transaction"),
     ]
 
-    def __init__(self, *, rr: tuple[int, int] = (1, 1), server_cost: float = 0.0,
+    def __init__(self, *, rr: tuple[int, int] = (1, 1), server_cost: float | None = None,
                  nodelay: bool = True, **kw):
+        self.server_cost = server_cost
         super().__init__(nodelay=nodelay, **kw)
         if len(rr) != 2 or min(rr) < 1:
             raise ConfigError(f"TCP_RR sizes must be two sizes >= 1 byte, got {rr!r}", key="r",
                               fix='write r = "1,1"')
         self.request, self.response = int(rr[0]), int(rr[1])
-        self.server_cost = server_cost
         self.latencies: list[float] = []
         self.transactions = 0
         self._req_t = 0.0
@@ -196,7 +204,7 @@ class NetperfTcpRR(_NetperfTcp):
         self._srv_have += nbytes
         while self._srv_have >= self.request:
             self._srv_have -= self.request
-            if self.server_cost > 0:
+            if self.server_cost:
                 cpu = self.server.endpoint.cpu
                 done = cpu.serve(now, self.server_cost) if cpu is not None else None
                 call_at(self.env, done if done is not None else now + self.server_cost,
@@ -243,3 +251,6 @@ def netperf_from_spec(table: dict) -> Workload:
     t = dict(table)
     t["test"] = test
     return cls.from_spec(t)
+
+
+NetperfTcpRr = NetperfTcpRR     # the spelling ovssim.workloads.registry uses
