@@ -15,21 +15,46 @@ from . import classify
 
 
 class Leaf:
-    """A leaf class's queue with parent-side accounting."""
+    """A leaf class's queue with parent-side accounting.
 
-    __slots__ = ("q", "stash", "owner")
+    The default child, a pfifo, takes a fast path (same behaviour, no
+    counter deltas): it is what almost every HTB/HFSC leaf holds."""
+
+    __slots__ = ("q", "stash", "owner", "_fifo")
 
     def __init__(self, owner, child):
+        from .pfifo import PFifo  # noqa: PLC0415
         self.owner = owner
         self.q = child
         self.stash = None
+        self._fifo = child._q if type(child) is PFifo else None
         child.on_drop = owner._child_dropped
 
     @property
     def qlen(self) -> int:
+        if self._fifo is not None:
+            return len(self._fifo)
         return self.q.stats.qlen + (1 if self.stash is not None else 0)
 
     def enqueue(self, pkt, now: float) -> bool:
+        fifo = self._fifo
+        if fifo is not None:
+            q = self.q
+            cs = q.stats
+            cs.arrivals += 1
+            if cs.qlen >= q.limit:
+                q.drop(pkt, now, "limit")
+                self.owner.stats.drops += 1
+                return False
+            fifo.append(pkt)
+            size = pkt.size
+            cs.qlen += 1
+            cs.backlog += size
+            pkt.enqueued_at = now
+            st = self.owner.stats
+            st.qlen += 1
+            st.backlog += size
+            return True
         cs = self.q.stats
         q0, b0, d0 = cs.qlen, cs.backlog, cs.drops
         ok = self.q.enqueue(pkt, now)
@@ -52,6 +77,9 @@ class Leaf:
         return pkt
 
     def peek(self, now: float):
+        fifo = self._fifo
+        if fifo is not None:
+            return fifo[0] if fifo else None
         if self.stash is None:
             pkt = self._pull(now)
             if pkt is not None:
@@ -62,6 +90,23 @@ class Leaf:
         return self.stash
 
     def dequeue(self, now: float):
+        fifo = self._fifo
+        if fifo is not None:
+            if not fifo:
+                return None
+            pkt = fifo.popleft()
+            size = pkt.size
+            cs = self.q.stats
+            cs.qlen -= 1
+            cs.backlog -= size
+            cs.packets += 1
+            cs.bytes += size
+            st = self.owner.stats
+            st.qlen -= 1
+            st.backlog -= size
+            st.packets += 1
+            st.bytes += size
+            return pkt
         pkt = self.stash
         st = self.owner.stats
         if pkt is not None:

@@ -69,13 +69,19 @@ class RtSc:
     def min_with(self, sc, x: float, y: float) -> None:
         """``rtsc_min``: the lower of this curve and ``sc`` started at (x, y)."""
         sm1, d, sm2 = sc
+        # y1 = x2y(x), inlined: this runs for every packet that starts a backlog period
+        if x <= self.x:
+            y1 = self.y
+        elif x <= self.x + self.dx:
+            y1 = self.y + (x - self.x) * self.sm1
+        else:
+            y1 = self.y + self.dy + (x - self.x - self.dx) * self.sm2
         if sm1 <= sm2:                       # convex
-            if self.x2y(x) < y:
+            if y1 < y:
                 return
             self.x, self.y = x, y
             return
-        y1 = self.x2y(x)                     # concave
-        if y1 <= y:
+        if y1 <= y:                          # concave
             return
         y2 = self.x2y(x + d)
         if y2 >= y + sm1 * d:
@@ -287,13 +293,16 @@ class Hfsc(Qdisc):
 
     # -- real-time ----------------------------------------------------------------------------
     def _init_ed(self, cl: HfscClass, next_len: int, now: float) -> None:
-        cl.deadline.min_with(cl.rsc, now, cl.cumul)
-        el = cl.deadline.copy()
+        dl = cl.deadline
+        dl.min_with(cl.rsc, now, cl.cumul)
+        el = cl.eligible
+        el.x, el.y, el.sm1, el.sm2 = dl.x, dl.y, dl.sm1, dl.sm2
         if cl.rsc[0] <= cl.rsc[2]:
             el.dx = el.dy = 0.0
-        cl.eligible = el
+        else:
+            el.dx, el.dy = dl.dx, dl.dy
         cl.e = el.y2x(cl.cumul)
-        cl.d = cl.deadline.y2x(cl.cumul + next_len)
+        cl.d = dl.y2x(cl.cumul + next_len)
         self.eltree[cl] = None
         cl.in_el = True
 
@@ -310,8 +319,12 @@ class Hfsc(Qdisc):
                     cl.nactive += 1
                 go_active = False
             if go_active:
-                if parent.act:
-                    vt = max(c.vt for c in parent.act)
+                act = parent.act
+                if act:
+                    vt = -_INF
+                    for c in act:                   # rb_last(vt_tree): the largest vt
+                        if c.vt > vt:
+                            vt = c.vt
                     if parent.cvtmin != 0:
                         vt = (parent.cvtmin + vt) / 2
                     if parent.vtperiod != cl.parentperiod or vt > cl.vt:
@@ -337,7 +350,11 @@ class Hfsc(Qdisc):
 
     @staticmethod
     def _update_cfmin(cl: HfscClass) -> None:
-        cl.cfmin = min((c.f for c in cl.act), default=0.0)
+        m = _INF
+        for c in cl.act:
+            if c.f < m:
+                m = c.f
+        cl.cfmin = 0.0 if m == _INF else m
 
     def _update_vf(self, cl: HfscClass, length: int) -> None:
         go_passive = cl.leaf.qlen == 0 and cl.fsc is not None

@@ -261,16 +261,19 @@ class Htb(Qdisc):
         return ok
 
     # -- dequeue ---------------------------------------------------------------------------
-    def _lender_level(self, cl: HtbClass, now: float) -> int:
-        """Level of the class whose tokens let leaf ``cl`` send now, or -1."""
+    @staticmethod
+    def _lender_level(cl: HtbClass, now: float) -> int:
+        """Level of the class whose tokens let leaf ``cl`` send now, or -1 (modes inlined)."""
         c = cl
         while c is not None:
-            m = c.mode(now)
-            if m == CAN_SEND:
-                return c.level
-            if m == CANT_SEND:
-                return -1
-            c = c.parent
+            diff = now - c.t_c
+            if diff > _MBUFFER:
+                diff = _MBUFFER
+            if c.ctokens + diff < 0:
+                return -1                   # CANT_SEND
+            if c.tokens + diff >= 0:
+                return c.level              # CAN_SEND
+            c = c.parent                    # MAY_BORROW: ask the parent
         return -1
 
     def dequeue(self, now: float):
@@ -283,55 +286,81 @@ class Htb(Qdisc):
             st.bytes += pkt.size
             self.direct_packets += 1
             return pkt
-        while self.active:
-            best = None
-            for cl in self.active:
-                lvl = self._lender_level(cl, now)
-                if lvl < 0:
-                    continue
-                key = (lvl, cl.prio)
-                if best is None or key < best:
-                    best = key
-            if best is None:
-                self._wake = self._next_event(now)
-                st.overlimits += 1
-                return None
-            level, prio = best
-            cands = [cl for cl in self._leaves_sorted
-                     if cl in self.active and cl.prio == prio and self._lender_level(cl, now) == level]
-            ptr = self._ptr.get(best, 0)
-            cl = next((c for c in cands if c.classid >= ptr), cands[0])
-            pkt = cl.leaf.dequeue(now)
+        active = self.active
+        lender = self._lender_level
+        while active:
+            if len(active) == 1:
+                for cl in active:
+                    pass
+                level = lender(cl, now)
+                if level < 0:
+                    return self._throttled(now)
+                best = (level, cl.prio)
+            else:
+                levels = {}
+                best = None
+                for c in active:
+                    lvl = lender(c, now)
+                    if lvl < 0:
+                        continue
+                    levels[c] = lvl
+                    key = (lvl, c.prio)
+                    if best is None or key < best:
+                        best = key
+                if best is None:
+                    return self._throttled(now)
+                level, prio = best
+                ptr = self._ptr.get(best, 0)
+                cl = first = None
+                for c in self._leaves_sorted:          # round robin by class id from the pointer
+                    if levels.get(c) == level and c.prio == prio:
+                        if first is None:
+                            first = c
+                        if c.classid >= ptr:
+                            cl = c
+                            break
+                if cl is None:
+                    cl = first
+            leaf = cl.leaf
+            pkt = leaf.dequeue(now)
             if pkt is None:                # a child that holds packets but would not send
-                if not cl.leaf.qlen:
-                    del self.active[cl]
+                if not leaf.qlen:
+                    del active[cl]
                     continue
                 self._ptr[best] = cl.classid + 1
-                self._wake = now
+                self._wake = now + 1e-6
                 return None
-            if not cl.leaf.qlen:
-                del self.active[cl]
+            if not leaf.qlen:
+                del active[cl]
             size = pkt.size
-            cl.deficit[level] -= size
-            if cl.deficit[level] < 0:
-                cl.deficit[level] += cl.quantum
+            d = cl.deficit[level] - size
+            if d < 0:
+                d += cl.quantum
                 self._ptr[best] = cl.classid + 1
             else:
                 self._ptr[best] = cl.classid
+            cl.deficit[level] = d
             self._charge(cl, level, size, now)
             cl.bytes += size
             cl.packets += 1
             return pkt
         return None
 
-    def _charge(self, cl: HtbClass, level: int, size: int, now: float) -> None:
+    def _throttled(self, now: float):
+        self._wake = self._next_event(now)
+        self.stats.overlimits += 1
+        return None
+
+    @staticmethod
+    def _charge(cl: HtbClass, level: int, size: int, now: float) -> None:
         """``htb_charge_class``: spend tokens from the leaf up to the root."""
         c = cl
         while c is not None:
-            old = c.mode(now)
             diff = now - c.t_c
             if diff > _MBUFFER:
                 diff = _MBUFFER
+            ctoks = c.ctokens + diff
+            was_cant = ctoks < 0
             if c.level >= level:
                 if c.level == level:
                     c.lends += 1
@@ -345,7 +374,6 @@ class Htb(Qdisc):
             else:
                 c.borrows += 1
                 c.tokens += diff
-            ctoks = c.ctokens + diff
             if ctoks > c.cbuffer:
                 ctoks = c.cbuffer
             ctoks -= size * c.spc
@@ -353,7 +381,7 @@ class Htb(Qdisc):
                 ctoks = -_MBUFFER + 1e-9
             c.ctokens = ctoks
             c.t_c = now
-            if old != CANT_SEND and c.mode(now) == CANT_SEND:
+            if ctoks < 0 and not was_cant:     # htb_change_class_mode -> HTB_CANT_SEND
                 c.overlimits += 1
             c = c.parent
 
