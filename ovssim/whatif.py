@@ -29,6 +29,9 @@ HIGHER_IS_BETTER = ("throughput", "transactions", "fairness", "goodput")
 ALIASES = {"rtt": "rtt_mean", "latency": "rtt_mean", "tput": "throughput", "bw": "throughput",
            "tps": "transactions"}
 SAMPLE_PATTERNS = ("*:rtt", "*:rr_latency")
+# Raw samples' units as the workloads record them: ping's ``rtt`` and iperf's ``one_way_delay`` in
+# seconds, netperf's ``rr_latency`` and TCP's ``tcp_rtt`` already in ms.
+TO_MS = {"rtt": 1e3, "one_way_delay": 1e3}
 
 
 def parse_qdiscs(text: str) -> list[dict]:
@@ -201,8 +204,8 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
             d = y - x
             if len(d) < 2:
                 p = float("nan")
-            elif np.all(d == d[0]):
-                p = 1.0 if d[0] == 0 else 0.0
+            elif np.ptp(d) <= 1e-9 * max(np.abs(x).max(), np.abs(y).max(), 1e-300):
+                p = 1.0 if abs(d.mean()) <= 1e-9 * max(np.abs(x).max(), 1e-300) else 0.0   # (near) constant
             else:
                 p = float(stats.ttest_rel(y, x).pvalue)
         else:
@@ -252,7 +255,7 @@ def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
                     verdict, p, d = "best", "", ""
                 else:
                     p = f"{row.p_holm:.3g}" if np.isfinite(row.p_holm) else "n/a"
-                    verdict = "worse" if row.significant else "not significantly different"
+                    verdict = "worse" if row.significant else "no significant difference"
                     d = f"{row.delta_pct:+.2f}%" if np.isfinite(row.delta_pct) else ""
                 tbl.add_row(str(row.rank), escape(row.qdisc), f"{row.mean:.5g}", f"[{row.ci95_low:.5g}, {row.ci95_high:.5g}]",
                             d, p, verdict)
@@ -273,6 +276,7 @@ def figure(rankings: list[Ranking], samples: dict, path, order: list[str] | None
     flat = list(axes.flat)
     labels = order or sorted({q for r in rankings for q in r.table.get("qdisc", [])})
     colours = {lab: plt.cm.tab10(i % 10) for i, lab in enumerate(labels)}
+    styles = {lab: ("-", "--", ":", "-.")[i % 4] for i, lab in enumerate(labels)}
     for ax, r in zip(flat, rankings):
         t = r.table.set_index("qdisc").reindex([lab for lab in labels if lab in set(r.table["qdisc"])])
         x = np.arange(len(t))
@@ -286,13 +290,19 @@ def figure(rankings: list[Ranking], samples: dict, path, order: list[str] | None
             pad = (hi - lo) * 0.5
             ax.set_ylim(lo - pad, hi + pad)      # near-equal bars: zoom so the CIs are visible
     for ax, name in zip(flat[len(rankings):], names):
+        scale = TO_MS.get(name.rpartition(":")[2], 1.0)
+        lo, hi = np.inf, 0.0
         for lab in labels:
             v = samples.get(lab, {}).get(name)
             if v is None or not len(v):
                 continue
-            v = np.sort(v)
-            ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=lab, color=colours[lab])
-        ax.set_title(f"ECDF of {name}", fontsize=9)
+            v = np.sort(np.asarray(v, float)) * scale
+            lo, hi = min(lo, v[0]), max(hi, v[-1])
+            ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=lab, color=colours[lab],
+                    linestyle=styles[lab])
+        if lo > 0 and hi / lo > 20:
+            ax.set_xscale("log")
+        ax.set_title(f"ECDF of {name} (all replications)", fontsize=9)
         ax.set_xlabel("ms")
         ax.set_ylabel("P(X <= x)")
         ax.legend(fontsize=7)

@@ -1,0 +1,89 @@
+"""What-if ranking: CIs, paired vs Welch tests, Holm adjustment, and the end-to-end command."""
+import contextlib
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ovssim.errors import ConfigError
+from ovssim.whatif import parse_qdiscs, rank, resolve_metrics
+
+
+def _frame(values: dict, metric="rtt_mean", workload="ping", unit="ms"):
+    rows = []
+    for label, xs in values.items():
+        for rep, x in enumerate(xs):
+            rows.append({"run": f"{label}-{rep}", "point": label, "label": label, "rep": rep,
+                         "workload": workload, "metric": metric, "unit": unit, "value": float(x)})
+    return pd.DataFrame(rows)
+
+
+def test_paired_test_finds_a_small_consistent_difference_that_welch_cannot():
+    rng = np.random.default_rng(0)
+    common = rng.normal(1.0, 0.3, 30)                 # replication-to-replication noise shared under CRN
+    df = _frame({"a": common, "b": common + 0.02 + rng.normal(0, 0.005, 30), "c": common + 0.5})
+    paired = rank(df, "ping", "rtt_mean", paired=True).table
+    welch = rank(df, "ping", "rtt_mean", paired=False).table
+    assert paired["qdisc"].tolist() == ["a", "b", "c"] == welch["qdisc"].tolist()
+    pb = paired.set_index("qdisc")
+    wb = welch.set_index("qdisc")
+    assert pb.loc["b", "significant"] and pb.loc["c", "significant"]
+    assert not wb.loc["b", "significant"] and wb.loc["c", "significant"]
+    # Holm never lowers a p-value, and the CI brackets the mean
+    assert (pb["p_holm"].iloc[1:] >= pb["p_value"].iloc[1:]).all()
+    assert (pb["ci95_low"] <= pb["mean"]).all() and (pb["mean"] <= pb["ci95_high"]).all()
+    assert pb.loc["c", "delta_pct"] == pytest.approx(50.0, rel=0.05)
+
+
+def test_throughput_ranks_highest_first_and_identical_runs_are_not_different():
+    x = np.array([90.0, 91.0, 89.5, 90.5])
+    df = _frame({"sfq": x, "fifo": x, "htb": x + 2.0}, metric="throughput", workload="stream", unit="Mbit/s")
+    t = rank(df, "stream", "throughput", paired=True).table
+    assert t["qdisc"].iloc[0] == "htb"
+    rest = t.set_index("qdisc").loc[["sfq", "fifo"]]
+    assert rest["significant"].all()                 # a constant +2 Mbit/s under CRN: zero-variance difference
+    same = rank(_frame({"sfq": x, "fifo": x}, "throughput", "stream", "Mbit/s"), "stream", "throughput",
+                paired=True).table
+    assert same["p_holm"].iloc[1] == 1.0 and not same["significant"].iloc[1]
+
+
+def test_metric_names_resolve_with_aliases_and_unknown_ones_list_the_choices():
+    df = pd.concat([_frame({"a": [1, 2]}, "rtt_p99"), _frame({"a": [1, 2]}, "jitter", "udp")])
+    assert resolve_metrics(df, ["p99_rtt"]) == [("ping", "rtt_p99")]
+    assert resolve_metrics(df, ["udp:jitter"]) == [("udp", "jitter")]
+    assert set(resolve_metrics(df, [])) == {("ping", "rtt_p99"), ("udp", "jitter")}
+    with pytest.raises(ConfigError, match="ping:rtt_p99"):
+        resolve_metrics(df, ["goodput"])
+
+
+def test_qdisc_list_parsing():
+    q = parse_qdiscs("pfifo_fast, sfq(perturb=10 quantum=1514),tbf(rate=10mbit, burst=10kb, latency=20ms)")
+    assert q == [{"kind": "pfifo_fast"}, {"kind": "sfq", "perturb": 10, "quantum": 1514},
+                 {"kind": "tbf", "rate": "10mbit", "burst": "10kb", "latency": "20ms"}]
+    for bad, msg in [("wfq", "unknown qdisc kind"), ("sfq(perturb)", "key=value"), ("sfq(perturb=1", "cannot read"),
+                     (" , ", "no qdiscs")]:
+        with pytest.raises(ConfigError, match=msg):
+            parse_qdiscs(bad)
+
+
+def test_whatif_command_ranks_a_rate_limited_port_last_and_writes_a_figure(tmp_path, scenario_file):
+    from ovssim.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        status = main(["whatif", str(scenario_file), "--qdiscs", "pfifo,tbf(rate=10mbit burst=10kb latency=20ms)",
+                       "--reps", "3", "--workers", "1", "--out", str(tmp_path / "w"),
+                       "--metric", "throughput", "--metric", "p99_rtt"])
+    text = out.getvalue()
+    assert status == 0, text
+    assert "udp: throughput" in text and "ping: rtt_p99" in text and "Holm" in text
+    # 30 Mbit/s offered into a 10 Mbit/s token bucket: throughput ~10, queueing adds ~the tbf latency to RTT
+    from ovssim.sweep import load_results
+    df, samples = load_results(tmp_path / "w", samples=True)
+    thr = df[df.metric == "throughput"].groupby("label")["value"].mean()
+    tbf = [lab for lab in thr.index if lab.startswith("tbf")][0]
+    assert thr["pfifo"] == pytest.approx(30, rel=0.02) and thr[tbf] == pytest.approx(10, rel=0.03)
+    lines = [ln for ln in text.splitlines() if "│" in ln and ("pfifo" in ln or "tbf" in ln)]
+    assert "worse" in [ln for ln in lines if "tbf" in ln][0]
+    assert "ping:rtt" in samples["pfifo"]
+    assert (tmp_path / "w" / "whatif.png").stat().st_size > 10_000
