@@ -32,6 +32,35 @@ def _kv(items, what: str) -> dict:
     return out
 
 
+def _command_line() -> str:
+    """The invoking command, rebuilt from click's parsed parameters (for provenance).
+
+    Rebuilt rather than read from ``sys.argv`` so it is right however the CLI
+    was entered (console script, ``python -m ovssim``, tests calling ``main``).
+    """
+    import shlex
+    ctx = click.get_current_context()
+    parts = ctx.command_path.split()
+    parts[0] = "ovssim"
+    args, opts = [], []
+    for prm in ctx.command.params:
+        val = ctx.params.get(prm.name)
+        if isinstance(prm, click.Argument):
+            args.append(str(val))
+            continue
+        if val is None or val == prm.default or val == () or val is False:
+            continue
+        flag = prm.opts[-1] if prm.opts[-1].startswith("--") else prm.opts[0]
+        if prm.is_flag:
+            opts.append(flag)
+        elif prm.multiple:
+            for v in val:
+                opts += [flag, str(v)]
+        else:
+            opts += [flag, str(val)]
+    return " ".join(shlex.quote(x) for x in parts + args + opts)
+
+
 def _csv(text: str | None) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()] if text else []
 
@@ -111,7 +140,7 @@ def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_
                                     for f in res.fits}}
             if by_cols:
                 figures["group"] = label
-            doc = build_profile(name=pname, params={param: picked.spec}, data_files=[data] if Path(data).is_file() else [],
+            doc = build_profile(name=pname, params={param: picked.spec}, command=_command_line(), data_files=[data] if Path(data).is_file() else [],
                                 extra_data=[] if Path(data).is_file() else [{"file": str(data), "sha256": "directory"}],
                                 method=f"maximum likelihood (scipy.stats), {picked.family} chosen by "
                                        f"{criterion.upper()} among {', '.join(f.family for f in res.fits)}",
@@ -158,7 +187,7 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
         console.print(f"predicted delay at {predict}: {json.dumps(spec)}")
         if param:
             pname = name or Path(data).stem
-            doc = build_profile(name=pname, params={param: spec}, data_files=[data],
+            doc = build_profile(name=pname, params={param: spec}, data_files=[data], command=_command_line(),
                                 method=f"{'quantile regression' if kind == 'quantile' else 'OLS'} of "
                                        f"log(delay) on {model.formula_rhs} (statsmodels), predicted at {predict}",
                                 fit={"n": model.n, "ols_r2": float(model.ols.rsquared),
@@ -228,7 +257,7 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
               "target_sigma": {f"{tg.workload}:{tg.metric}": tg.source for tg in targets},
               "uncertainty_method": res.uncertainty_method}
     scen_entry = data_entry(scenario_path)
-    doc = build_profile(name=name or model.scenario.name, params=overrides,
+    doc = build_profile(name=name or model.scenario.name, params=overrides, command=_command_line(),
                         data_files=[p / "results.csv" if p.is_dir() else p],
                         extra_data=[dict(scen_entry, role="scenario")],
                         method=f"simulation-based calibration: {res.method} on a log/linear unit cube, "

@@ -33,7 +33,10 @@ def _time(v, unit: float) -> float:
 
 
 def _spec_unit(spec: dict) -> float:
-    return units.time(spec["unit"]) if isinstance(spec, dict) and "unit" in spec else 1.0
+    if not (isinstance(spec, dict) and "unit" in spec):
+        return 1.0
+    u = str(spec["unit"]).strip()
+    return units.time("1" + u if u[:1].isalpha() else u)
 
 
 def cdf_table(spec, n_points: int = _DEFAULT_POINTS, *, p_lo: float = 1e-4,

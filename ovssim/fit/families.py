@@ -123,12 +123,28 @@ class _CdfDist:
         return np.clip(self._cdf(y), 1e-300, 1 - 1e-16)
 
 
+class _MemoCdf:
+    """The fitted CDF evaluated once on the (sorted) data and reused by KS and AD."""
+
+    def __init__(self, cdf, x_sorted):
+        self._cdf, self._x, self._z = cdf, x_sorted, None
+
+    def __call__(self, y):
+        if y is self._x or (y.shape == self._x.shape and y[0] == self._x[0] and y[-1] == self._x[-1]
+                            and np.array_equal(y, self._x)):
+            if self._z is None:
+                self._z = self._cdf(self._x)
+            return self._z
+        return self._cdf(y)
+
+
 def _gof(fit: FamilyFit, x_sorted: np.ndarray) -> None:
     n = x_sorted.size
     method = "asymp" if n > 10_000 else "auto"
-    res = stats.ks_1samp(x_sorted, fit.cdf, method=method)
+    cdf = _MemoCdf(fit.cdf, x_sorted)
+    res = stats.ks_1samp(x_sorted, cdf, method=method)
     fit.ks, fit.ks_pvalue = float(res.statistic), float(res.pvalue)
-    fit.ad = float(anderson_statistic(x_sorted, dist=_CdfDist(fit.cdf), fit=False))
+    fit.ad = float(anderson_statistic(x_sorted, dist=_CdfDist(cdf), fit=False))
 
 
 def _ic(fit: FamilyFit, loglik: float, n: int) -> None:

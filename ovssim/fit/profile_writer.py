@@ -74,8 +74,17 @@ def _key(k: str) -> str:
 
 
 def _str(s: str) -> str:
-    out = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return f'"{out}"'
+    out = []
+    for ch in s:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def _val(v) -> str:
@@ -186,7 +195,10 @@ def validate_profile(doc: dict, *, file: str | None = None) -> dict:
             if isinstance(spec, (int, float)) and not isinstance(spec, bool):
                 continue   # a plain number (count, factor) is a valid parameter value
             try:
-                Distribution(spec, where=f"params.{name}")
+                d = Distribution(spec, where=f"params.{name}")
+                if d.frozen is not None and not np.isfinite(d.frozen.ppf(0.5)):
+                    raise ValueError(f"parameters outside the {spec.get('dist')} family's domain "
+                                     "(scipy returns NaN)")
             except Exception as exc:
                 if isinstance(spec, dict):
                     raise ConfigError(f"invalid distribution: {exc}", file=file, key=f"params.{name}",

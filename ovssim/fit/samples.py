@@ -112,7 +112,7 @@ def apply_where(df: pd.DataFrame, where: dict | None, *, file: str | None = None
             raise DataError(f"{file + ': ' if file else ''}--where column {k!r} not in the data "
                             f"(columns: {', '.join(map(str, df.columns))})")
         df = df[df[k].astype(str) == str(v)]
-    if df.empty:
+    if where and df.empty:
         raise DataError(f"{file + ': ' if file else ''}no rows match {where} -- fix: check the "
                         "--where values against the data")
     return df
