@@ -110,7 +110,8 @@ class RunConfig:
     def as_columns(self) -> dict:
         w, q, t = self.workload, self.qdisc, self.testbed
         return {"bridge": t.bridge, "chain": t.chain, "link": t.link if t.chain > 1 else "-",
-                "datapath": t.resolved_datapath(), "vm_tx_offload": t.vm_tx_offload,
+                "datapath": t.resolved_datapath() + ("+afxdp" if t.vif_type == "afxdp" else ""),
+                "vm_tx_offload": t.vm_tx_offload,
                 "qdisc": q.name, "qdisc_kind": q.kind, "qdisc_rate": q.rate,
                 "qdisc_via": q.via, "workload": w.name, "tool": w.tool, "proto": w.proto,
                 "size": w.size, "rate": w.rate, "streams": w.streams}
@@ -225,7 +226,7 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
     for mi, m in enumerate(matrices):
         mkey = f"matrix[{mi}]"
         allowed_m = {"bridge", "chain", "link", "qdisc", "workload", "size", "rate", "streams",
-                     "cc", "vm_tx_offload", "datapath"}
+                     "cc", "vm_tx_offload", "datapath", "vif_type"}
         if set(m) - allowed_m:
             raise ConfigError(f"unknown matrix axis {sorted(set(m) - allowed_m)}", file=f, key=mkey,
                               fix=f"axes: {sorted(allowed_m)}")
@@ -243,6 +244,7 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
             "link": _list(m.get("link", [tb_defaults.get("link", "patch")])),
             "vm_tx_offload": _list(m.get("vm_tx_offload", [tb_defaults.get("vm_tx_offload", False)])),
             "datapath": _list(m.get("datapath", [tb_defaults.get("datapath", "auto")])),
+            "vif_type": _list(m.get("vif_type", [tb_defaults.get("vif_type", "system")])),
             "qdisc": _list(m.get("qdisc", ["none"])),
             "workload": _list(m.get("workload", list(workloads))),
             "size": _list(m.get("size", [None])),
@@ -254,10 +256,13 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
             a = dict(zip(axes, combo))
             if a["bridge"] == "linux" and a["chain"] > 1 and a["link"] == "patch":
                 continue   # no patch ports on a Linux bridge: not a configuration
+            if a["bridge"] == "linux" and a["vif_type"] != "system":
+                continue   # AF_XDP ports are an OVS feature
             tb_kw = {k: v for k, v in tb_defaults.items() if k not in ("prefix",)}
             tb_kw.update(bridge=a["bridge"], chain=a["chain"],
                          link=a["link"] if a["chain"] > 1 else "patch",
-                         vm_tx_offload=a["vm_tx_offload"], datapath=a["datapath"])
+                         vm_tx_offload=a["vm_tx_offload"], datapath=a["datapath"],
+                         vif_type=a["vif_type"])
             tb = TestbedSpec.from_dict(tb_kw, file=f)
             q = qdiscs[a["qdisc"]]
             if q.via == "ovs" and tb.bridge == "linux":
@@ -518,6 +523,9 @@ class CampaignRunner:
                 flush = w.flush_flows if w.flush_flows is not None else self.camp.flush_flows
                 if flush and tb.ovs is not None:
                     tb.ovs.purge_flows()
+            afxdp = tb is not None and tb.ovs is not None and tb.spec.vif_type == "afxdp"
+            if afxdp:
+                tb.ovs.clear_pmd_stats()
             c0, cpu0, t0 = self._counters(tb), cpu_times(), time.monotonic()
             result = self._run_tool(w, target, duration)
             wall = time.monotonic() - t0
@@ -525,11 +533,16 @@ class CampaignRunner:
             metrics.update(result.metrics)
             metrics.update(cpu_busy(cpu0, cpu1))
             metrics["wall_time"] = (wall, "s")
+            if afxdp:   # pmd-perf-show counts since the clear above: already per run
+                for k, v in tb.ovs.pmd_perf().items():
+                    unit = "cycles" if "cycles" in k else "us" if k.endswith("upcall") else "count"
+                    metrics[k] = (v, unit)
             for k, v1 in c1.items():
                 d = v1 - c0.get(k, 0.0)
                 if k.startswith("cov_") and d == 0:
                     continue
-                gauge = k.endswith(("_backlog", "_qlen", "dp_flows")) or k.startswith("upcall_")
+                gauge = (k.endswith(("_backlog", "_qlen", "dp_flows", "_rx_queue"))
+                         or k.startswith("upcall_"))
                 metrics[k] = (v1 if gauge else d, "count" if not k.endswith("bytes") else "bytes")
             port = rc.qdisc.port
             if tb is not None and f"tc_{port}_bytes" in metrics and wall > 0:

@@ -119,6 +119,22 @@ class PrivateOVS:
     def appctl(self, *args, check=True) -> str:
         return run(["ovs-appctl", "-t", self.vswitchd_ctl, *args], check=check, timeout=20).stdout
 
+    def pmd_perf(self) -> dict[str, float]:
+        """``dpif-netdev/pmd-perf-show`` summary (PMD threads only, e.g. with AF_XDP ports)."""
+        return parse_pmd_perf(self.appctl("dpif-netdev/pmd-perf-show", check=False))
+
+    def clear_pmd_stats(self) -> None:
+        self.appctl("dpif-netdev/pmd-stats-clear", check=False)
+
+    def socket_counters(self) -> dict[str, float]:
+        """Drops on the AF_PACKET sockets the userspace datapath receives on (``ss -0 -m``).
+
+        These drops (receive buffer full while ovs-vswitchd was not scheduled)
+        appear in no OVS counter: not in ``dpctl/show``, not in the port stats.
+        """
+        res = run(self._prefix() + ["ss", "-0", "-m", "-a", "-n"], check=False, timeout=10)
+        return parse_packet_sockets(res.stdout)
+
     def version(self) -> str:
         return tool_version(["ovs-vswitchd", "--version"])
 
@@ -136,6 +152,7 @@ class PrivateOVS:
         out.update(parse_pmd_stats(self.appctl("dpif-netdev/pmd-stats-show", check=False)))
         out.update(parse_upcall_show(self.appctl("upcall/show", check=False)))
         out.update(parse_coverage(self.appctl("coverage/show", check=False)))
+        out.update(self.socket_counters())
         return out
 
 
@@ -214,4 +231,57 @@ def parse_dpctl_ports(text: str) -> dict[str, float]:
             out[f"port_{port}_{d}_packets"] = float(m.group(2))
             out[f"port_{port}_{d}_errors"] = float(m.group(3))
             out[f"port_{port}_{d}_dropped"] = float(m.group(4))
+    return out
+
+
+def parse_pmd_perf(text: str) -> dict[str, float]:
+    """Summary of ``dpif-netdev/pmd-perf-show`` summed over PMD threads (``pmdperf_*``).
+
+    Per thread it reads: iterations and us/iteration, used TSC cycles, busy
+    iterations, Rx packets and cycles/pkt, upcalls and us/upcall, Tx packets
+    and packets per batch.  Averages are weighted by packets (or upcalls).
+    """
+    out: dict[str, float] = {}
+    threads = re.split(r"^pmd thread ", text, flags=re.M)[1:]
+    cyc_w = up_w = 0.0
+    for t in threads:
+        def grab(pattern):
+            m = re.search(pattern, t, re.M)
+            return float(m.group(1)) if m else None
+        it = grab(r"Iterations:\s+(\d+)")
+        rx = grab(r"Rx packets:\s+(\d+)")
+        cpp = grab(r"Rx packets:\s+\d+\s+\(.*?(\d+) cycles/pkt\)")
+        up = grab(r"- Upcalls:\s+(\d+)")
+        us_up = grab(r"- Upcalls:\s+\d+\s+\(.*?([0-9.]+) us/upcall\)")
+        lost = grab(r"Lost upcalls:\s+(\d+)")
+        tx = grab(r"Tx packets:\s+(\d+)")
+        busy = grab(r"busy iterations:\s+(\d+)")
+        for k, v in (("iterations", it), ("rx_packets", rx), ("upcalls", up),
+                     ("lost_upcalls", lost), ("tx_packets", tx), ("busy_iterations", busy)):
+            if v is not None:
+                out[f"pmdperf_{k}"] = out.get(f"pmdperf_{k}", 0.0) + v
+        if cpp is not None and rx:
+            out["pmdperf_cycles_per_packet"] = out.get("pmdperf_cycles_per_packet", 0.0) + cpp * rx
+            cyc_w += rx
+        if us_up is not None and up:
+            out["pmdperf_us_per_upcall"] = out.get("pmdperf_us_per_upcall", 0.0) + us_up * up
+            up_w += up
+    if cyc_w:
+        out["pmdperf_cycles_per_packet"] /= cyc_w
+    if up_w:
+        out["pmdperf_us_per_upcall"] /= up_w
+    return out
+
+
+def parse_packet_sockets(text: str) -> dict[str, float]:
+    """``afpacket_<dev>_drops`` (skmem ``d``) and ``afpacket_<dev>_rx_queue`` per bound device."""
+    out: dict[str, float] = {}
+    for m in re.finditer(r"^p_raw\s+\S+\s+(\d+)\s+\d+\s+\S*?:(\S+)\s+.*?skmem:\(([^)]*)\)",
+                         text, re.M):
+        dev = m.group(2)
+        if dev == "*":
+            continue
+        mem = dict(re.findall(r"([a-z]+)(\d+)", m.group(3)))
+        out[f"afpacket_{dev}_drops"] = out.get(f"afpacket_{dev}_drops", 0.0) + float(mem.get("d", 0))
+        out[f"afpacket_{dev}_rx_queue"] = out.get(f"afpacket_{dev}_rx_queue", 0.0) + float(m.group(1))
     return out

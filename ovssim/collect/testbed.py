@@ -51,6 +51,7 @@ class TestbedSpec:
     vm_tx_offload: bool = False  # transmit checksum offload on the VMs' eth0
     subnet: str = "10.77.0.0/24"
     mtu: int = 1500
+    vif_type: str = "system"     # OVS port type of the VIFs: system (AF_PACKET) | afxdp
 
     @classmethod
     def from_dict(cls, d: dict, *, file=None) -> "TestbedSpec":
@@ -78,6 +79,12 @@ class TestbedSpec:
                               fix='use link = "veth" for chained Linux bridges')
         if not isinstance(self.vms, int) or not 2 <= self.vms <= 32:
             raise ConfigError(f"vms must be an integer 2..32, not {self.vms!r}", file=file, key="vms")
+        if self.vif_type not in ("system", "afxdp"):
+            raise ConfigError(f"vif_type must be 'system' or 'afxdp', not {self.vif_type!r}",
+                              file=file, key="vif_type")
+        if self.vif_type == "afxdp" and self.bridge != "ovs":
+            raise ConfigError("AF_XDP ports are an OVS userspace-datapath feature", file=file,
+                              key="vif_type", fix='use bridge = "ovs" or vif_type = "system"')
         if self.datapath not in ("auto", "netdev", "system"):
             raise ConfigError(f"datapath must be auto, netdev or system, not {self.datapath!r}",
                               file=file, key="datapath")
@@ -93,7 +100,7 @@ class TestbedSpec:
     def key(self) -> tuple:
         link = self.link if self.chain > 1 else "-"
         return (self.bridge, self.chain, link, self.vms, self.datapath, self.vm_tx_offload,
-                self.subnet, self.mtu)
+                self.subnet, self.mtu, self.vif_type)
 
     def resolved_datapath(self) -> str:
         if self.bridge != "ovs":
@@ -221,6 +228,9 @@ class Testbed:
     def _build_ovs(self) -> None:
         s = self.spec
         dp = s.resolved_datapath()
+        if s.vif_type == "afxdp" and dp != "netdev":
+            raise ConfigError("AF_XDP ports need the userspace datapath", key="vif_type",
+                              fix='set datapath = "netdev"')
         if dp == "system" and not kernel_datapath_available():
             raise ConfigError("datapath 'system' needs the openvswitch kernel module",
                               fix='use datapath = "netdev" (userspace) or modprobe openvswitch')
@@ -233,6 +243,14 @@ class Testbed:
             args += ["--", "add-br", br, "--", "set", "bridge", br, f"datapath_type={dp}"]
         for i in range(1, s.vms + 1):
             args += ["--", "add-port", self._bridge_of_vm(i), self.vif(i)]
+            if s.vif_type == "afxdp":
+                args += ["--", "set", "interface", self.vif(i), "type=afxdp"]
+        if s.vif_type == "afxdp":
+            # AF_XDP ports are polled by a PMD thread (busy-polls one core); its cycle and
+            # upcall histograms are what dpif-netdev/pmd-perf-show reports
+            args += ["--", "set", "Open_vSwitch", ".", "other_config:pmd-perf-metrics=true"]
+            self.notes.append("VIFs are AF_XDP ports (type=afxdp): a PMD thread busy-polls them; "
+                              "dpif-netdev/pmd-perf-show gives cycles per packet and us per upcall")
         for k in range(s.chain - 1):
             a, b = self.bridges[k], self.bridges[k + 1]
             if s.link == "patch":
@@ -352,12 +370,28 @@ def teardown_saved(state: dict) -> None:
                 os.killpg(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+            _reap(pid)
     for ns in reversed(state.get("namespaces", [])):
         run(["ip", "netns", "del", ns], check=False)
     shutil.rmtree(state.get("workdir", "/nonexistent"), ignore_errors=True)
     p = STATE_DIR / f"{state['name']}.json"
     if p.exists():
         p.unlink()
+
+
+def _reap(pid: int, timeout: float = 5.0) -> None:
+    """Wait for a killed daemon; reap it if it is our child (a ``testbed up`` in this process)."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return
+        except ChildProcessError:
+            if not _pid_alive(pid):
+                return
+        time.sleep(0.05)
 
 
 def reap_stale() -> list[str]:

@@ -269,3 +269,13 @@ def test_cli_prints_one_line_error_without_traceback(tmp_path):
     res = CliRunner().invoke(collect, [str(bad), "--out", str(tmp_path / "o"), "--no-progress"])
     assert res.exit_code == 2
     assert "repetitions" in res.output and "Traceback" not in res.output
+
+
+def test_a_hanging_tool_is_killed_after_duration_plus_margin():
+    import time
+    from ovssim.collect.tools.base import Target, ToolFailed, client
+    t0 = time.monotonic()
+    with pytest.raises(ToolFailed, match="hung"):
+        client(Target(client=["sleep", "30"], server=[], server_ip="127.0.0.1"), ["1"],
+               duration=0.2, margin=0.5)
+    assert time.monotonic() - t0 < 5

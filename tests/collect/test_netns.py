@@ -27,19 +27,37 @@ pytestmark = [
 ]
 
 
+def ovs_daemons():
+    """(pid, cmdline) of every ovs-vswitchd / ovsdb-server on the machine."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0].decode(errors="replace")) in ("ovs-vswitchd",
+                                                                            "ovsdb-server"):
+            out.append((int(d.name), b" ".join(argv).decode(errors="replace")))
+    return sorted(out)
+
+
 def host_state():
-    """What must be identical before and after: the host's links, qdiscs and OVS processes."""
+    """What must be identical before and after: the host's links, qdiscs, a system OVS, and
+    no private OVS of ours (other jobs on this machine may run their own meanwhile)."""
     links = sorted(l["ifname"] for l in json.loads(subprocess.run(
         ["ip", "-j", "link", "show"], capture_output=True, text=True).stdout))
     qdiscs = subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True).stdout
-    ovs = sorted(subprocess.run(["pgrep", "-f", "ovs-vswitchd|ovsdb-server"], capture_output=True,
-                                text=True).stdout.split())
-    return links, qdiscs, ovs
+    system_ovs = [p for p in ovs_daemons() if "/tmp/ovssim-" not in p[1]]
+    return links, qdiscs, system_ovs
 
 
 def ours(prefix):
+    """Namespaces and OVS daemons with this test's prefix that still exist."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [ln.split()[0] for ln in out.splitlines() if ln.startswith(prefix)]
+    left = [ln.split()[0] for ln in out.splitlines() if ln.startswith(prefix)]
+    return left + [cmd for _, cmd in ovs_daemons() if f"ovssim-{prefix}-" in cmd]
 
 
 def by_metric(df, **where):
@@ -201,3 +219,62 @@ def test_resume_refuses_a_different_campaign(tmp_path):
         run_campaign(ROOT / "data/campaigns/ci-short.toml", out, resume=True, progress=False)
     with pytest.raises(ConfigError, match="--resume"):
         run_campaign(ROOT / "data/campaigns/ci-short.toml", out, resume=False, progress=False)
+
+
+def test_testbed_cli_up_status_down(tmp_path):
+    from click.testing import CliRunner
+    from ovssim.collect.cli import testbed
+    prefix = f"tb{uuid.uuid4().hex[:4]}"
+    f = tmp_path / "tb.toml"
+    f.write_text(f'[testbed]\nbridge = "ovs"\nchain = 2\nlink = "veth"\nprefix = "{prefix}"\n')
+    before = host_state()
+    res = CliRunner().invoke(testbed, ["up", str(f)])
+    assert res.exit_code == 0, res.output
+    name = res.output.split()[1]
+    assert name.startswith(prefix) and "checksum offload off" in res.output
+    assert len(ours(prefix)) == 3 + 2      # switch + 2 VMs, ovsdb-server + ovs-vswitchd
+    ping = subprocess.run(["ip", "netns", "exec", f"{name}-vm1", "ping", "-c", "2", "-i", "0.2",
+                           "10.77.0.2"], capture_output=True, text=True)
+    assert ping.returncode == 0, ping.stdout
+    res = CliRunner().invoke(testbed, ["status"])
+    assert name in res.output and "qdisc htb" in res.output
+    res = CliRunner().invoke(testbed, ["down", name])
+    assert res.exit_code == 0 and "removed" in res.output
+    time.sleep(0.5)
+    assert ours(prefix) == []
+    assert host_state() == before
+
+
+AFXDP = """
+[campaign]
+name = "afxdp"
+repetitions = 1
+duration = "1s"
+prefix = "{prefix}"
+
+[testbed]
+vif_type = "afxdp"
+datapath = "netdev"
+
+[[workload]]
+name = "ping"
+tool = "ping"
+count = 30
+interval = "10ms"
+"""
+
+
+def test_afxdp_ports_give_pmd_perf_metrics(tmp_path):
+    from ovssim.collect.campaign import run_campaign
+    from ovssim.collect.store import load_results
+    prefix = f"xd{uuid.uuid4().hex[:4]}"
+    camp = tmp_path / "afxdp.toml"
+    camp.write_text(AFXDP.format(prefix=prefix))
+    before = host_state()
+    s = run_campaign(camp, tmp_path / "o", progress=False, log=lambda m: None)
+    assert s["ok"] == 1, (tmp_path / "o" / "runs.jsonl").read_text()
+    m = by_metric(load_results(tmp_path / "o"))
+    assert m["loss"] == 0
+    # 30 requests + 30 replies crossed the PMD thread (plus ARP); each cost cycles
+    assert m["pmdperf_rx_packets"] >= 60 and m["pmdperf_cycles_per_packet"] > 0
+    assert ours(prefix) == [] and host_state() == before

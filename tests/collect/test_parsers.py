@@ -154,3 +154,19 @@ def test_tc_readback_of_ovs_installed_htb():
     by_id = {c["classid"]: c for c in classes}
     assert by_id["1:fffe"]["rate_bps"] == 50e6 and by_id["1:fffe"]["parent"] is None
     assert by_id["1:1"]["ceil_bps"] == 50e6 and by_id["1:1"]["parent"] == "1:fffe"
+
+
+def test_pmd_perf_show_of_an_afxdp_port():
+    p = ovs.parse_pmd_perf(read("ovs_pmd_perf_show.txt"))
+    assert p["pmdperf_rx_packets"] == 11 and p["pmdperf_tx_packets"] == 12
+    assert p["pmdperf_cycles_per_packet"] == 5242223
+    # passes = megaflow hits + upcalls + lost upcalls (no EMC/SMC hits here)
+    assert 4 + p["pmdperf_upcalls"] + p["pmdperf_lost_upcalls"] == p["pmdperf_rx_packets"]
+    assert p["pmdperf_us_per_upcall"] == 0.0
+
+
+def test_af_packet_socket_drops():
+    d = ovs.parse_packet_sockets(read("ss_packet_sockets.txt"))
+    assert d["afpacket_vif1_drops"] == 2088 and d["afpacket_vif2_drops"] == 0
+    assert d["afpacket_vif2_rx_queue"] == 0 and len(d) == 4
+    assert not any(k.startswith("afpacket_*") for k in d)
