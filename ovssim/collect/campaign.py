@@ -285,6 +285,10 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
                     f"-{k}{v:g}" if isinstance(v, float) else f"-{k}{v}" for k, v in over.items())})
             rc = RunConfig(tb, q, w)
             configs.setdefault(rc.config_id(), rc)
+    if endpoints is not None and any(rc.qdisc.kind != "none" for rc in configs.values()):
+        raise ConfigError("[endpoints] runs between given hosts: the collector does not put qdiscs "
+                          "on their ports", file=f, key="matrix",
+                          fix="drop the qdisc axis, or use the built-in testbed")
     if endpoints is not None and any(rc.testbed.chain > 1 for rc in configs.values()):
         raise ConfigError("[endpoints] runs between given hosts: bridge chains cannot be built there",
                           file=f, key="matrix", fix="drop the chain axis or the [endpoints] section")
@@ -462,8 +466,12 @@ class CampaignRunner:
             tb = None
         if tb is None:
             tb = Testbed(spec, prefix=self.camp.prefix).up()
+            try:
+                tb.wait_ready()
+            except BaseException:
+                tb.down()
+                raise
             self.testbeds[spec.key()] = tb
-            tb.wait_ready()
             info = self.meta.setdefault("testbeds", {})
             info[repr(spec.key())] = {"datapath": spec.resolved_datapath(), "notes": tb.notes,
                                       "ovs_version": tb.ovs.version() if tb.ovs else None}
@@ -512,7 +520,13 @@ class CampaignRunner:
                           f"kernel: {avail.get('reason', '')}", metrics={})
             record["end"] = record["start"]
             return record, samples
-        tb = None if self.camp.endpoints else self.testbed_for(rc.testbed)
+        try:
+            tb = None if self.camp.endpoints else self.testbed_for(rc.testbed)
+        except (CommandError, ConfigError) as exc:
+            self.testbeds.pop(rc.testbed.key(), None)
+            record.update(status="failed", error=f"testbed: {exc}", metrics={})
+            record["end"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+            return record, samples
         target = self._target(tb)
         qos = AppliedQos(rc.qdisc, tb.sw_prefix if tb else [], tb.ovs if tb else None)
         metrics: dict = {}

@@ -129,8 +129,10 @@ def testbed_status(testbed_file):
     from . import testbed as tbmod
     for st in tbmod.saved_testbeds():
         alive = [ns for ns in st["namespaces"] if Path(f"/run/netns/{ns}").exists()]
+        owner = ("detached (ovssim testbed up)" if st.get("detached")
+                 else f"owned by collector pid {st.get('owner_pid')}")
         click.echo(f"{st['name']}: {st['spec']['bridge']} chain {st['spec']['chain']} "
-                   f"({len(alive)}/{len(st['namespaces'])} namespaces present)")
+                   f"({len(alive)}/{len(st['namespaces'])} namespaces present, {owner})")
     click.echo("OVS kernel datapath: " + ("available" if kernel_datapath_available()
                                           else "absent (userspace netdev datapath will be used)"))
     if os.geteuid() == 0:

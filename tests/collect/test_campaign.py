@@ -135,7 +135,7 @@ server_ip = "192.0.2.2"
 """
     with pytest.raises(ConfigError, match="namespace name"):
         cp.load_campaign(write(tmp_path, text))
-    ok = text.replace("vm2; reboot", "vm2")
+    ok = text.replace("vm2; reboot", "vm2").replace("qdisc = [\"none\", \"htb50\"]", "qdisc = [\"none\"]")
     c = cp.load_campaign(write(tmp_path, ok))
     assert c.endpoints["client"] == ["ssh", "user@host1"]
 
@@ -279,3 +279,14 @@ def test_a_hanging_tool_is_killed_after_duration_plus_margin():
         client(Target(client=["sleep", "30"], server=[], server_ip="127.0.0.1"), ["1"],
                duration=0.2, margin=0.5)
     assert time.monotonic() - t0 < 5
+
+
+def test_endpoints_cannot_take_qdiscs(tmp_path):
+    text = BASE.format(order="interleaved").replace("chain = [1, 2]", "chain = [1]") + """
+[endpoints]
+client = ["ssh", "user@host1"]
+server = ["ssh", "user@host2"]
+server_ip = "192.0.2.2"
+"""
+    with pytest.raises(ConfigError, match="qdisc"):
+        cp.load_campaign(write(tmp_path, text))
