@@ -42,6 +42,8 @@ class Cubic(CongestionControl):
     def _reset(self) -> None:
         """``bictcp_reset``."""
         self.cnt = 0
+        self.last_cwnd = 0
+        self.last_time = 0.0
         self.last_max_cwnd = 0.0
         self.epoch_start = None
         self.origin = 0.0
@@ -62,6 +64,7 @@ class Cubic(CongestionControl):
     def ssthresh(self) -> int:
         s = self.s
         self.epoch_start = None
+        self.last_cwnd = 0
         cwnd = s.cwnd
         if cwnd < self.last_max_cwnd and self.fast_convergence:
             self.last_max_cwnd = cwnd * (1024 + 717) / 2048
@@ -121,6 +124,11 @@ class Cubic(CongestionControl):
         """``bictcp_update``: segments to deliver per one-segment increase (``ca->cnt``)."""
         cwnd = self.s.cwnd
         self.ack_cnt += acked
+        # the kernel recomputes at most every HZ/32 while cwnd is unchanged
+        if cwnd == self.last_cwnd and now - self.last_time <= 1 / 32:
+            return
+        self.last_cwnd = cwnd
+        self.last_time = now
         if self.epoch_start is None:
             self.epoch_start = now
             self.ack_cnt = acked

@@ -265,20 +265,24 @@ class TcpSender:
         if ack > self.snd_nxt:
             return      # acknowledges data never sent: ignore (tcp_ack's "too new")
         prior_una = self.snd_una
-        wnd_changed = pkt.rwnd != self.snd_wnd
-        self.snd_wnd = pkt.rwnd
+        rwnd = pkt.rwnd
+        wnd_changed = rwnd != self.snd_wnd
+        self.snd_wnd = rwnd
         rtx = self.rtx
-        if ack < prior_una or (ack == prior_una and len(rtx) == self.head):
+        head = self.head
+        n = len(rtx)
+        if ack < prior_una or (ack == prior_una and n == head):
             if wnd_changed:
                 self.push()
             return
         acked = 0            # segments newly acknowledged cumulatively
         delivered = 0        # newly delivered: cum-acked not SACKed before + newly SACKed
-        first_tx = -1.0
+        first_tx = last_tx = -1.0
         if ack > prior_una:
-            h = self.head
-            n = len(rtx)
+            # tcp_clean_rtx_queue
+            h = head
             sacked_before = 0
+            karn = False
             while h < n:
                 r = rtx[h]
                 if r[1] > ack:
@@ -291,25 +295,30 @@ class TcpSender:
                         self.lost_out -= 1
                     if f & RETRANS:
                         self.retrans_out -= 1
-                elif first_tx < 0.0:
-                    first_tx = r[2]
+                    if f & EVER_RETRANS:
+                        karn = True
+                else:
+                    last_tx = r[2]
+                    if first_tx < 0.0:
+                        first_tx = last_tx
                 h += 1
-            acked = h - self.head
+            if karn:
+                first_tx = -1.0          # Karn: no sequence RTT when retransmitted data is acked
+            acked = h - head
             self.head = h
             if h > 4096 and h * 2 > n:
                 del rtx[:h]
                 self._retx_hint = max(0, self._retx_hint - h)
                 self.head = 0
             if self.sack:
-                self.sacked_out -= sacked_before
+                if sacked_before:
+                    self.sacked_out -= sacked_before
                 delivered = acked - sacked_before
-            else:
+            elif acked:
                 # tcp_remove_reno_sacks: dupACKs already counted some of these
-                if acked > 0:
-                    delivered = acked - self.sacked_out
-                    if delivered < 1:
-                        delivered = 1
-                    self.sacked_out = 0 if acked - 1 >= self.sacked_out else self.sacked_out - (acked - 1)
+                so = self.sacked_out
+                delivered = acked - so if acked - so > 1 else 1
+                self.sacked_out = 0 if acked - 1 >= so else so - (acked - 1)
             self.snd_una = ack
             self.backoff = 0
             if self.on_acked is not None:
@@ -320,20 +329,21 @@ class TcpSender:
                 delivered += newly
                 if newly:
                     self._mark_lost_sack()
-        elif ack == prior_una and not pkt.payload and not wnd_changed and len(rtx) > self.head:
+        elif ack == prior_una and not pkt.payload and not wnd_changed and n > head:
             # a duplicate ACK counted as a "reno SACK" (tcp_add_reno_sack)
-            po = len(rtx) - self.head
-            if self.sacked_out < po - 1 or self.sacked_out < DUPTHRESH:
+            if self.sacked_out < n - head - 1 or self.sacked_out < DUPTHRESH:
                 self.sacked_out += 1
             delivered = 1
-        # RTT sample
+        # RTT sample (tcp_ack_update_rtt): sequence RTT, else the timestamp echo
         if first_tx >= 0.0:
-            sample = now - first_tx
+            rtt = self.rtt
+            rtt.sample(now - first_tx)
+            self.cc.on_rtt(now - last_tx, now)
+            if self.keep_samples:
+                self.rtt_samples.append(rtt.latest)
+                self.rtt_times.append(now)
         elif acked and self.timestamps and pkt.ts_ecr > 0.0:
             sample = now - pkt.ts_ecr
-        else:
-            sample = -1.0
-        if sample >= 0.0:
             self.rtt.sample(sample)
             self.cc.on_rtt(sample, now)
             if self.keep_samples:
@@ -342,9 +352,15 @@ class TcpSender:
         # the retransmission timer restarts when new data is acknowledged (tcp_rearm_rto)
         if acked:
             if len(rtx) > self.head:
-                self._arm_rto(now + self.rtt.backed_off(0))
+                self._arm_rto(now + self.rtt.rto)      # lazy: moves the deadline, rarely an event
             else:
                 self._rto_at = INF
+            if self.state == OPEN and not delivered - acked and self.sack and not self.lost_out:
+                # fast path: nothing lost, nothing SACKed -- just grow the window
+                if self.cwnd_limited or (self.cwnd < self.ssthresh and self.cwnd < 2 * self.max_packets_out):
+                    self.cc.cong_avoid(acked, now)
+                self.push()
+                return
         self._congestion_control(acked, delivered, ack > prior_una, now)
         self.push()
 

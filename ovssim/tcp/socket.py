@@ -60,10 +60,15 @@ class TcpSocket:
 
     # -- packets in ----------------------------------------------------------------------
     def put(self, pkt) -> None:
-        if pkt.t > self.env._now:
+        now = self.env._now
+        if pkt.t > now:
             call_at(self.env, pkt.t, self._input, pkt)
-        else:
-            self._input(pkt)
+            return
+        s = self.sender
+        if s.snd_nxt or pkt.rwnd != s.snd_wnd:
+            s.on_ack(pkt, now)
+        if pkt.payload:
+            self.receiver.on_data(pkt, now)
 
     def _input(self, pkt) -> None:
         now = self.env._now

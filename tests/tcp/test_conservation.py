@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 from ovssim.tcp import connect
 
 
-def transfer(make_path, nbytes, fwd_drops, rev_drops, cc, sack, rcvbuf, until=120.0):
+def transfer(make_path, nbytes, fwd_drops, rev_drops, cc, sack, rcvbuf, until=3000.0):
+    # long enough for 30 back-to-back timeouts (1 + 2 + ... + 64 s, then 120 s each)
     p = make_path(rate=50e6, delay=0.002, limit=50, fwd_pattern=fwd_drops, rev_pattern=rev_drops)
     c, s = connect(p.env, p.a, p.b, 5001, cc=cc, sack=sack, server=dict(rcvbuf=rcvbuf))
     chunks = []

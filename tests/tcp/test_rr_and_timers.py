@@ -179,10 +179,11 @@ def test_cubic_is_reno_friendly_at_small_windows():
     cc.attach(s)
     s.ssthresh = cc.ssthresh()        # 7, W_max 10: the cubic curve is almost flat
     s.cwnd = s.ssthresh
-    cc.delay_min = 0.001
+    rtt = 0.05
+    cc.delay_min = rtt
     for r in range(100):
         w = s.cwnd
         for i in range(w):
-            cc.cong_avoid(1, r * 0.001 + 0.001 * i / w)
+            cc.cong_avoid(1, r * rtt + rtt * i / w)
     # 100 RTTs at the Reno-friendly rate 3(1-b)/(1+b) ~ 0.53 segment per RTT
     assert s.cwnd >= 7 + 0.45 * 100
