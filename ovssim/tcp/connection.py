@@ -8,6 +8,8 @@ bound on ``(tcp, port)`` that hands each segment to the connection its
 source port names, so many connections (``iperf -P N``) share one port as
 they do on a real server.
 
+The MSS follows the smaller of the two endpoints' ``mtu`` attributes (1500
+when an endpoint has none) unless ``mtu`` or ``mss`` is given.
 Options can differ per side: ``client={...}``/``server={...}`` override the
 common ones (e.g. netperf's ``-s`` for the client and ``-S`` for the server).
 """
@@ -49,6 +51,9 @@ def connect(env, client_ep, server_ep, port: int, *, client: dict | None = None,
             **common) -> tuple[TcpSocket, TcpSocket]:
     """Establish a connection ``client_ep -> server_ep:port``; returns ``(client, server)``."""
     cport = client_port if client_port is not None else client_ep.ephemeral_port()
+    if common.get("mtu") is None:
+        # each side announces an MSS from its own MTU; the smaller one is used (RFC 9293 3.7.1)
+        common["mtu"] = min(getattr(client_ep, "mtu", None) or 1500, getattr(server_ep, "mtu", None) or 1500)
     copts = dict(common, **(client or {}))
     sopts = dict(common, **(server or {}))
     csock = TcpSocket(env, client_ep, cport, server_ep.name, port, **copts)

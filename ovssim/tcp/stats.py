@@ -53,6 +53,12 @@ def rtt_array_ms(senders) -> np.ndarray:
     return np.concatenate(arrs) * 1e3 if arrs else np.empty(0)
 
 
+def cwnd_array(senders, start: float = 0.0) -> np.ndarray:
+    """Congestion-window samples (segments) the senders logged from ``start`` on."""
+    vals = [c for s in senders for (t, c, _) in s.cwnd_log if t >= start]
+    return np.asarray(vals, dtype=float)
+
+
 def jain_index(x) -> float:
     """Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all shares are equal."""
     x = np.asarray(x, dtype=float)

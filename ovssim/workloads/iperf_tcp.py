@@ -20,7 +20,9 @@ charged to the endpoints' CPUs; default: the profile's ``app.send_per_packet``
 Results: ``throughput`` (the receivers' sum, 10^6 bit/s, iperf3's
 ``sum_received``), ``retransmits`` (iperf3's sender ``retransmits``: all
 retransmitted segments), ``fairness`` (Jain's index over the streams),
-``throughput_min``/``throughput_max`` per stream, and TCP's RTT.
+``throughput_min``/``throughput_max`` per stream, and TCP's RTT.  Samples:
+``tcp_rtt`` (ms), ``cwnd`` (segments, every ``cwnd_interval``, all streams),
+``stream_throughput`` (Mbit/s per stream).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from ..sched import call_at
 from ..tcp.connection import connect
 from ..tcp.spec import (Option, as_bool, as_cc, as_count, as_port, as_positive_time, as_size,
                         as_time, parse_table)
-from ..tcp.stats import GoodputMeter, jain_index, rtt_array_ms, rtt_summary
+from ..tcp.stats import GoodputMeter, cwnd_array, jain_index, rtt_array_ms, rtt_summary
 from .base import Metric, RunContext, Workload
 
 IPERF3_PORT = 5201
@@ -55,6 +57,7 @@ class IperfTcp(Workload):
         Option("recv_cost", ("recv_cost",), as_time, "CPU time per segment received"),
         Option("port", ("port", "p"), as_port, "server port"),
         Option("stagger", ("stagger",), as_time, "spread of the streams' start times"),
+        Option("cwnd_interval", ("cwnd_interval",), as_time, "how often to sample cwnd (0: never)"),
     ]
 
     def __init__(self, *, parallel: int = 1, window: int | None = None, time: float | None = None,
@@ -62,7 +65,7 @@ class IperfTcp(Workload):
                  nodelay: bool = False, name: str | None = None, start: float = 0.0,
                  send_cost: float | None = None, recv_cost: float | None = None,
                  port: int = IPERF3_PORT,
-                 stagger: float = 1e-3, mtu: int = 1500):
+                 stagger: float = 1e-3, mtu: int | None = None, cwnd_interval: float = 0.01):
         super().__init__(name)
         if parallel < 1:
             raise ConfigError(f"iperf -P must be >= 1, got {parallel}", key="P", fix="use P = 1 or more")
@@ -79,6 +82,7 @@ class IperfTcp(Workload):
         self.port = port
         self.stagger = stagger
         self.mtu = mtu
+        self.cwnd_interval = cwnd_interval
         self.streams: list = []
         self.meters: list[GoodputMeter] = []
         self.t0 = self.t1 = 0.0
@@ -109,6 +113,8 @@ class IperfTcp(Workload):
             self.meters.append(meter)
             at = self.t0 + float(offsets[i])
             call_at(env, at, lambda _, c=c: c.bulk(self.t1, self.length))
+            if self.cwnd_interval:
+                call_at(env, self.t0, lambda _, c=c: c.sample_cwnd(self.cwnd_interval, self.t1))
 
     def metrics(self) -> list[Metric]:
         per = [m.mbit_per_s() for m in self.meters]
@@ -125,4 +131,5 @@ class IperfTcp(Workload):
 
     def samples(self) -> dict[str, np.ndarray]:
         return {"tcp_rtt": rtt_array_ms([c.sender for c, _ in self.streams]),
+                "cwnd": cwnd_array([c.sender for c, _ in self.streams], self.t0),
                 "stream_throughput": np.asarray([m.mbit_per_s() for m in self.meters])}

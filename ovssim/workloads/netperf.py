@@ -29,7 +29,8 @@ Results are netperf's: TCP_STREAM ``throughput`` in 10^6 bit/s (here the
 bytes the receiver read during the test, over its length); TCP_RR
 ``transactions`` per second and, as the thesis derives it,
 ``rtt_mean = 1 / transactions`` in ms, plus the measured per-transaction
-latency percentiles.
+latency percentiles.  Samples: ``tcp_rtt`` (ms, every RTT measurement),
+``cwnd`` (segments, every ``cwnd_interval``, default 10 ms), ``rr_latency`` (ms).
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from ..sched import call_at
 from ..tcp.connection import connect
 from ..tcp.spec import (Option, as_bool, as_cc, as_port, as_positive_time, as_size, as_time,
                         parse_table)
-from ..tcp.stats import GoodputMeter, rtt_array_ms, rtt_summary
+from ..tcp.stats import GoodputMeter, cwnd_array, rtt_array_ms, rtt_summary
 from .base import Metric, RunContext, Workload
 
 NETPERF_DATA_PORT = 12866
@@ -73,6 +74,7 @@ _COMMON = [
     Option("send_cost", ("send_cost",), as_time, "CPU time per segment sent, e.g. \"2us\""),
     Option("recv_cost", ("recv_cost",), as_time, "CPU time per segment received"),
     Option("port", ("port",), as_port, "the data connection's server port"),
+    Option("cwnd_interval", ("cwnd_interval",), as_time, "how often to sample cwnd (0: never)"),
 ]
 
 
@@ -82,7 +84,8 @@ class _NetperfTcp(Workload):
     def __init__(self, *, length: float | None = None, local_buffer: int | None = None,
                  remote_buffer: int | None = None, nodelay: bool = False, cc: str = "cubic",
                  name: str | None = None, start: float = 0.0, send_cost: float | None = None,
-                 recv_cost: float | None = None, port: int = NETPERF_DATA_PORT, mtu: int = 1500):
+                 recv_cost: float | None = None, port: int = NETPERF_DATA_PORT, mtu: int | None = None,
+                 cwnd_interval: float = 0.01):
         super().__init__(name)
         self.length = length
         self.local_buffer = local_buffer
@@ -94,6 +97,7 @@ class _NetperfTcp(Workload):
         self.recv_cost = recv_cost
         self.port = port
         self.mtu = mtu
+        self.cwnd_interval = cwnd_interval
         self.client = self.server = None
         self.server_cost = getattr(self, "server_cost", 0.0)
         self.t0 = self.t1 = 0.0
@@ -113,6 +117,8 @@ class _NetperfTcp(Workload):
             env, ctx.src, ctx.dst, self.port,
             client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer),
             server=dict(sndbuf=self.remote_buffer, rcvbuf=self.remote_buffer), **common)
+        if self.cwnd_interval:
+            call_at(env, self.t0, lambda _: self.client.sample_cwnd(self.cwnd_interval, self.t1))
         return env
 
     @classmethod
@@ -154,7 +160,8 @@ class NetperfTcpStream(_NetperfTcp):
         return [Metric("throughput", self.meter.mbit_per_s(), "Mbit/s")] + self._tcp_metrics()
 
     def samples(self) -> dict[str, np.ndarray]:
-        return {"tcp_rtt": rtt_array_ms([self.client.sender])}
+        return {"tcp_rtt": rtt_array_ms([self.client.sender]),
+                "cwnd": cwnd_array([self.client.sender], self.t0)}
 
 
 class NetperfTcpRR(_NetperfTcp):

@@ -70,3 +70,15 @@ def test_iperf_parallel_streams_and_cpu_charging(make_path):
     assert m["throughput"] > 40.0
     # one CPU job per data segment the clients sent
     assert p.a.cpu.jobs == sum(c.sender.data_segs_out for c, _ in w.streams)
+
+
+def test_cwnd_and_rtt_samples_over_time(make_path):
+    p = make_path(rate=50e6, delay=0.002)
+    w = IperfTcp(parallel=2, time=1.0, cwnd_interval=0.01)
+    w.start(p.ctx(1.0))
+    p.env.run(until=1.0)
+    smp = w.samples()
+    # 101 ticks per stream over the second (plus a few logged at loss events)
+    assert 2 * 100 <= len(smp["cwnd"]) <= 2 * 101 + 20
+    assert smp["cwnd"].min() >= 1
+    assert len(smp["tcp_rtt"]) > 1000 and smp["tcp_rtt"].min() >= 4.0   # base RTT 4 ms
