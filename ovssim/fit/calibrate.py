@@ -365,12 +365,14 @@ _RATE_MBIT = {"bit/s": 1e-6, "kbit/s": 1e-3, "mbit/s": 1.0, "gbit/s": 1e3}
 
 
 def to_sim_unit(value: float, unit) -> tuple[float, str]:
-    """Measured value -> the simulator's metric units (times in ms, rates in Mbit/s)."""
+    """Measured value -> the simulator's metric units (times in ms, rates in Mbit/s, loss in %)."""
     u = "" if unit is None or (isinstance(unit, float) and math.isnan(unit)) else str(unit).strip()
     if u in _TIME_MS:
         return value * _TIME_MS[u], "ms"
     if u.lower() in _RATE_MBIT:
         return value * _RATE_MBIT[u.lower()], "Mbit/s"
+    if u == "ratio":                 # the collector's loss (0..1); the simulator reports %
+        return value * 100.0, "%"
     return value, u
 
 

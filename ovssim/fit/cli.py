@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError
 
 console = Console() if sys.stdout.isatty() else Console(width=150)
 
@@ -99,12 +99,14 @@ def fit():
 @click.option("--out", "-o", type=click.Path(), help="profile to write (default calibration/NAME.toml)")
 @click.option("--name", help="profile name (default: the data file's stem)")
 @click.option("--plots", type=click.Path(), help="directory for the ECDF and Q-Q figures")
+@click.option("--ecdf", "ecdf_dir", type=click.Path(),
+              help="directory for seed 001's eq. 1 table (value, count, rel_freq, ecdf) as CSV")
 @click.option("--seed", default=0, show_default=True, help="seed of the subsample used for large data")
 def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_max, smooth, choose, param,
-                out, name, plots, seed):
+                out, name, plots, ecdf_dir, seed):
     """Fit candidate distributions to raw delay samples in DATA and choose one by AIC/BIC."""
     from .families import fit_samples
-    from .profile_writer import build_profile, data_entry, write_profile
+    from .profile_writer import build_profile, write_profile
     from .samples import read_samples
     groups = read_samples(data, column=column, unit=unit, by=_csv(by), where=_kv(where, "--where"))
     by_cols = _csv(by)
@@ -126,6 +128,11 @@ def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_
         shown = {k: v for k, v in picked.spec.items() if k not in ("values", "quantiles", "probs")}
         console.print(f"{picked.family}: {json.dumps(shown)}")
         suffix = "" if not key else "-" + "-".join(str(k) for k in key)
+        if ecdf_dir:
+            from .ecdf import frequency_table
+            d = Path(ecdf_dir)
+            d.mkdir(parents=True, exist_ok=True)
+            frequency_table(x).to_csv(d / f"{stem}{suffix}_ecdf.csv", index=False)
         if plots:
             from .plots import plot_ecdf, plot_qq
             d = Path(plots)
@@ -309,4 +316,4 @@ def export_cmd(source, param, fmt, unit, out):
         click.echo(text)
 
 
-__all__ = ["fit", "DataError"]
+__all__ = ["fit"]

@@ -17,7 +17,6 @@ All inputs are ``ovssim.distributions`` specs (what profiles store).
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 
@@ -196,28 +195,6 @@ def export(spec, fmt: str, *, name: str = "delay", unit: str = "us") -> str:
     if fmt == "ns3-cpp":
         return to_ns3_cpp(spec, name=name, unit=unit)
     return FORMATS[fmt](spec, unit=unit)
-
-
-def sample_omnetpp_expr(expr: str, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Evaluate an expression from :func:`to_omnetpp` in numpy (seconds), for tests.
-
-    Implements the handful of OMNeT++ functions the exporter emits with their
-    documented parameterisations, so a test can check the expression draws
-    from the fitted distribution.
-    """
-    import re
-    e = re.sub(r"([0-9.eE+-]+)(us|ms|ns|s)\b", lambda m: f"({m.group(1)}*{units.time('1' + m.group(2))})", expr)
-    e = re.sub(r"\(uniform\(0, 1\) < ([^?]+) \? ", r"_cond(\1, ", e)
-    e = e.replace(" : ", ", ")
-    env = {
-        "_cond": lambda p, a, b: np.where(rng.random(n) < p, a, b),
-        "lognormal": lambda m, w: np.exp(rng.normal(m, w, n)),
-        "exponential": lambda mean: rng.exponential(mean, n),
-        "gamma_d": lambda a, th: rng.gamma(a, th, n),
-        "weibull": lambda a, b: a * rng.weibull(b, n),
-        "math": math, "np": np,
-    }
-    return np.asarray(eval(e, {"__builtins__": {}}, env), float) * np.ones(n)  # noqa: S307
 
 
 __all__ = ["cdf_table", "to_ns3_table", "to_ns3_cpp", "to_omnetpp", "to_omnetpp_table", "to_json",

@@ -313,10 +313,15 @@ def fit_samples(x_seconds, *, families=None, criterion: str = "bic", loc: str = 
         else:
             _ic(f, f.extra["frozen"].logpdf(xs).sum(), n)
         _gof(f, xs)
-    # a 1-component "mixture" is the log-normal: report it, but do not let it compete twice
-    ranked = [f for f in fits if f.family != "empirical"
-              and not (f.family == "lognorm_mixture" and f.extra["k"] == 1
-                       and any(g.family == "lognorm" for g in fits))]
+    # a 1-component "mixture" is a log-normal (with its location fixed at 0 or at the log-normal
+    # fit's): it competes as such, loses ties to the plain log-normal listed before it, and is
+    # written as a plain log-normal spec
+    for f in fits:
+        if f.family == "lognorm_mixture" and f.extra["k"] == 1:
+            m = f.extra["model"]
+            f.spec = {"dist": "lognorm", "s": _r(m.s[0]), "loc": _r(m.loc / unit[1]),
+                      "scale": _r(m.scale[0] / unit[1]), "unit": unit[0]}
+    ranked = [f for f in fits if f.family != "empirical"]
     if not ranked:
         chosen = fits[0]
     elif criterion == "ks":
