@@ -147,8 +147,10 @@ def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_
                                     for f in res.fits}}
             if by_cols:
                 figures["group"] = label
-            doc = build_profile(name=pname, params={param: picked.spec}, command=_command_line(), data_files=[data] if Path(data).is_file() else [],
-                                extra_data=[] if Path(data).is_file() else [{"file": str(data), "sha256": "directory"}],
+            if where:
+                figures["where"] = list(where)
+            doc = build_profile(name=pname, params={param: picked.spec}, command=_command_line(),
+                                data_files=[data],
                                 method=f"maximum likelihood (scipy.stats), {picked.family} chosen by "
                                        f"{criterion.upper()} among {', '.join(f.family for f in res.fits)}",
                                 description=f"delay distribution of {param} fitted to {label}", fit=figures)

@@ -46,13 +46,26 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def sha256_dir(path: str | Path) -> str:
+    """One hash over a directory's files (relative names and contents, in sorted order)."""
+    root = Path(path)
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(root)).encode() + b"\0")
+        h.update(bytes.fromhex(sha256_file(f)))
+    return h.hexdigest()
+
+
 def data_entry(path: str | Path) -> dict:
-    """``{file, sha256}`` for a data file (path relative to the working directory when inside it)."""
+    """``{file, sha256}`` for a data file or directory (path relative to the working directory
+    when inside it; a directory's hash covers all its files)."""
     p = Path(path)
     try:
         shown = str(p.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         shown = str(p)
+    if p.is_dir():
+        return {"file": shown, "sha256": sha256_dir(p), "kind": "directory"}
     return {"file": shown, "sha256": sha256_file(p)}
 
 

@@ -82,3 +82,16 @@ _values = st.one_of(_scalars, st.lists(st.floats(allow_nan=False), max_size=30),
 def test_toml_writer_round_trips(table):
     doc = {"fit": table}
     assert tomllib.loads(dumps_toml(doc)) == ({"fit": table} if table else {"fit": {}})
+
+
+def test_directory_provenance_hash_tracks_content(tmp_path):
+    from ovssim.fit.profile_writer import data_entry
+    d = tmp_path / "campaign"
+    (d / "samples").mkdir(parents=True)
+    (d / "results.csv").write_text("a\n1\n")
+    (d / "samples" / "r1.csv").write_text("x\n")
+    first = data_entry(d)
+    assert first["kind"] == "directory" and len(first["sha256"]) == 64
+    assert data_entry(d) == first
+    (d / "samples" / "r1.csv").write_text("y\n")
+    assert data_entry(d)["sha256"] != first["sha256"]
