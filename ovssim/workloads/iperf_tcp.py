@@ -7,7 +7,8 @@ Keys are iperf3's flags (iperf3(1)) or their long names:
   and SO_RCVBUF to it); without it the buffers are autotuned;
 * ``t``/``time``      test length (default 10 s);
 * ``C``/``congestion`` ``cubic`` (Linux's default) or ``reno``/``newreno``;
-* ``l``/``length``    bytes per write (iperf3's TCP default: 128 KiB);
+* ``l``/``length``    bytes per write (iperf3's TCP default: 128 KiB); a bulk writer
+  keeps the send buffer full whatever its write size, so this changes no result;
 * ``M``/``set-mss``   maximum segment size in bytes;
 * ``N``/``no-delay``  TCP_NODELAY.
 

@@ -12,7 +12,10 @@ Configured with netperf's flags (netperf(1), "Netperf Manual" section 5/6):
   is about the requested value (:func:`ovssim.tcp.defaults.socket_buffer_payload`);
   without ``s``/``S`` the buffers are autotuned (Linux's maximum);
 * ``m``  send size per ``send()`` call (``-m``; netperf's default is the send
-  buffer size, 16 KiB when autotuned);
+  buffer size, 16 KiB when autotuned).  TCP coalesces the writes into full
+  segments and a bulk writer keeps the buffer full, so ``m`` changes the
+  result only through a per-segment ``send_cost`` (per-call CPU cost is not
+  modelled separately);
 * ``r``  request,response sizes for TCP_RR (``-r 1,1``);
 * ``D``  TCP_NODELAY (``-D``): off for TCP_STREAM, and on for TCP_RR by
   default here (one outstanding small request never waits for Nagle anyway);
