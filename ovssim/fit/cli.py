@@ -217,13 +217,15 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
 @click.option("--reps", default=4, show_default=True, help="replications per evaluation")
 @click.option("--seed", default=12345, show_default=True, help="the common random-number seed")
 @click.option("--max-evals", default=150, show_default=True)
+@click.option("--method", type=click.Choice(["least_squares", "Nelder-Mead"]), default="least_squares",
+              show_default=True, help="optimiser (scipy.optimize)")
 @click.option("--bootstrap", default=0, show_default=True,
               help="bootstrap re-fits over measured runs (needs per-run data); 0 = Jacobian uncertainty")
 @click.option("--rel-sigma", default=0.01, show_default=True,
               help="relative uncertainty assumed for means printed without CI or resolution")
 @click.option("--out", "-o", type=click.Path(), help="profile path (default calibration/NAME.toml)")
 @click.option("--name", help="profile name (default: the scenario's name)")
-def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, max_evals, bootstrap,
+def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, max_evals, method, bootstrap,
              rel_sigma, out, name):
     """Calibrate model parameters so simulated metrics match measured runs (simulation-based)."""
     from .calibrate import Param, SimulationModel, calibrate, overrides_for, parse_mapping, targets_from_table
@@ -237,7 +239,7 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
     params = [Param.parse(s) for s in param_specs]
     model = SimulationModel(scenario_path, params, reps=reps, seed=seed)
     with console.status(f"calibrating {len(params)} parameter(s) against {len(targets)} target(s)"):
-        res = calibrate(model, params, targets, max_evals=max_evals, bootstrap=bootstrap)
+        res = calibrate(model, params, targets, method=method, max_evals=max_evals, bootstrap=bootstrap)
     t = Table(title=f"calibration ({res.evaluations} simulations, objective {res.objective:.3g})")
     for c in ("parameter", "value", "std", "95% CI"):
         t.add_column(c)
@@ -269,7 +271,7 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
     doc = build_profile(name=name or model.scenario.name, params=overrides, command=_command_line(),
                         data_files=[p / "results.csv" if p.is_dir() else p],
                         extra_data=[dict(scen_entry, role="scenario")],
-                        method=f"simulation-based calibration: {res.method} on a log/linear unit cube, "
+                        method=f"simulation-based calibration: scipy.optimize {res.method} on a log/linear unit cube, "
                                f"{reps} replications per evaluation with common random numbers (seed {seed})",
                         description=f"calibrated against {data} ({', '.join(target_specs)})",
                         fit=fitfig, uncertainty=uncertainty)
