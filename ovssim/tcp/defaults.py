@@ -25,6 +25,8 @@ MAX_QUICKACKS = 16
 
 # Duplicate-ACK threshold for fast retransmit: sysctl tcp_reordering = 3 (RFC 5681).
 DUPTHRESH = 3
+# Upper bound of the adaptive reordering threshold: sysctl tcp_max_reordering = 300.
+MAX_REORDERING = 300
 
 # Socket buffers when the application sets none: tcp_rmem = 4096 131072 6291456
 # and tcp_wmem = 4096 16384 4194304; autotuning grows the buffers up to the

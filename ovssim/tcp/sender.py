@@ -12,8 +12,11 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   acknowledged never exceed ``sndbuf``; a bulk writer refills in ``write_size``
   steps as ACKs free space.
 * Loss detection and recovery as Linux does it: with SACK (RFC 2018) a
-  scoreboard marks a segment lost once ``DUPTHRESH`` segments above it are
-  SACKed (RFC 6675 ``IsLost``); without SACK, duplicate ACKs are counted as
+  scoreboard marks a segment lost once ``reordering`` segments above it are
+  SACKed (RFC 6675 ``IsLost``; ``reordering`` starts at 3 and grows to the
+  degree of reordering seen -- an original transmission SACKed or ACKed below
+  already-SACKed data -- up to ``tcp_max_reordering`` = 300, as Linux's
+  ``tcp_check_sack_reordering`` before RACK); without SACK, duplicate ACKs are counted as
   Linux's "reno SACKs" and the head is retransmitted on the third and again on
   each partial ACK (NewReno, RFC 6582).  During recovery the window follows
   Proportional Rate Reduction (RFC 6937, ``tcp_cwnd_reduction``) and ends at
@@ -23,9 +26,14 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   marked lost and retransmitted in slow start, and the timeout doubles.
 * RTT samples from the oldest newly acknowledged never-retransmitted segment,
   else from the timestamp echo (RFC 7323), as ``tcp_clean_rtx_queue`` does.
+* Spurious fast retransmissions found by the timestamp echo (Eifel, RFC 3522)
+  raise ``reordering`` and, when every retransmission of a recovery was
+  spurious, undo its window reduction (``tcp_try_undo_recovery``).
 
-Not modelled: the three-way handshake and FIN, TSO/GSO, pacing, RACK-TLP,
-F-RTO and undo of spurious retransmissions, the persist timer.
+Not modelled: the three-way handshake and FIN, TSO/GSO, pacing, RACK-TLP
+(Linux's default loss detection since 4.18: time-based, with a reordering
+window of min_rtt/4), F-RTO and undo after a timeout, D-SACK, the persist
+timer, slow start after idle.
 """
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ from bisect import bisect_left
 
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
-from .defaults import DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND
+from .defaults import DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING
 from .rtt import RttEstimator
 
 # scoreboard flags of one segment (the record is [seq, end, tx_time, flags])
@@ -92,6 +100,12 @@ class TcpSender:
         self._retx_hint = 0
         self._lost_mark_seq = 0
         self._high_sacked = 0         # start of the highest SACKed segment + 1
+        self.reordering = DUPTHRESH   # tp->reordering: grows when reordering is detected
+        self.reorder_events = 0
+        self.prior_ssthresh = 0
+        self.undo_retrans = 0         # retransmissions of this recovery not yet shown spurious
+        self.spurious_retrans = 0
+        self.undos = 0
         self._sack_cache: dict = {}
         # congestion state
         self.state = OPEN
@@ -247,6 +261,7 @@ class TcpSender:
                 self.retransmits += 1
                 self.bytes_retrans += r[1] - r[0]
                 self._retx_hint = i + 1
+                self.undo_retrans += 1
                 self._transmit(r[0], r[1] - r[0], now)
                 if self.state == RECOVERY:
                     self.prr_out += 1
@@ -283,6 +298,7 @@ class TcpSender:
             h = head
             sacked_before = 0
             karn = False
+            spurious = 0
             while h < n:
                 r = rtx[h]
                 if r[1] > ack:
@@ -297,6 +313,8 @@ class TcpSender:
                         self.retrans_out -= 1
                     if f & EVER_RETRANS:
                         karn = True
+                        if 0.0 < pkt.ts_ecr < r[2] and self.timestamps:
+                            spurious += 1        # the echo is older than the retransmission
                 else:
                     last_tx = r[2]
                     if first_tx < 0.0:
@@ -304,6 +322,14 @@ class TcpSender:
                 h += 1
             if karn:
                 first_tx = -1.0          # Karn: no sequence RTT when retransmitted data is acked
+            if self.sacked_out and self.sack:
+                # data below SACKed data arrived without (or before) its retransmission: reordering
+                r = rtx[head]
+                if (not r[3] & (SACKED | EVER_RETRANS) or spurious) and r[0] < self._high_sacked - 1:
+                    self._reordered((self._high_sacked - 1 - r[0]) // self.mss + 1)
+            if spurious:
+                self.spurious_retrans += spurious
+                self.undo_retrans -= spurious
             acked = h - head
             self.head = h
             if h > 4096 and h * 2 > n:
@@ -331,7 +357,7 @@ class TcpSender:
                     self._mark_lost_sack()
         elif ack == prior_una and not pkt.payload and not wnd_changed and n > head:
             # a duplicate ACK counted as a "reno SACK" (tcp_add_reno_sack)
-            if self.sacked_out < n - head - 1 or self.sacked_out < DUPTHRESH:
+            if self.sacked_out < n - head - 1 or self.sacked_out < self.reordering:
                 self.sacked_out += 1
             delivered = 1
         # RTT sample (tcp_ack_update_rtt): sequence RTT, else the timestamp echo
@@ -369,8 +395,16 @@ class TcpSender:
         state = self.state
         if state == RECOVERY:
             if self.snd_una >= self.high_seq:
+                if self.undo_retrans <= 0 and self.timestamps:
+                    # every retransmission was spurious (Eifel, RFC 3522): undo the
+                    # reduction (tcp_try_undo_recovery -> tcp_undo_cwnd_reduction)
+                    self.undos += 1
+                    if self.prior_cwnd > self.cwnd:
+                        self.cwnd = self.prior_cwnd
+                    if self.prior_ssthresh > self.ssthresh:
+                        self.ssthresh = self.prior_ssthresh
                 # recovery complete: tcp_end_cwnd_reduction
-                if self.ssthresh < self.cwnd:
+                elif self.ssthresh < self.cwnd:
                     self.cwnd = self.ssthresh
                 self.state = OPEN
                 if not self.sack:
@@ -387,7 +421,7 @@ class TcpSender:
             if self.sack:
                 enter = self.lost_out > 0
             else:
-                enter = self.sacked_out >= DUPTHRESH
+                enter = self.sacked_out >= self.reordering
                 if enter:
                     self._mark_head_lost()
             if enter:
@@ -400,10 +434,18 @@ class TcpSender:
             if self.cwnd < 1:
                 self.cwnd = 1
 
+    def _reordered(self, degree: int) -> None:
+        """``tcp_check_sack_reordering``: raise the loss threshold to the reordering seen."""
+        self.reorder_events += 1
+        if degree > self.reordering:
+            self.reordering = degree if degree < MAX_REORDERING else MAX_REORDERING
+
     def _enter_recovery(self, now: float) -> None:
         """``tcp_enter_recovery`` + ``tcp_init_cwnd_reduction``."""
         self.fast_recoveries += 1
         self.prior_cwnd = self.cwnd
+        self.prior_ssthresh = self.ssthresh
+        self.undo_retrans = 0
         self.ssthresh = self.cc.ssthresh()
         self.high_seq = self.snd_nxt
         self.prr_delivered = 0
@@ -452,6 +494,7 @@ class TcpSender:
         n = len(rtx)
         una = self.snd_una
         cache = self._sack_cache
+        prior_high = self._high_sacked - 1
         new_cache = {}
         newly = 0
         for s, e in blocks:
@@ -469,6 +512,8 @@ class TcpSender:
                     break
                 f = r[3]
                 if not f & SACKED:
+                    if not f & EVER_RETRANS and r[0] < prior_high:
+                        self._reordered((prior_high - r[0]) // self.mss + 1)
                     if f & LOST:
                         self.lost_out -= 1
                     if f & RETRANS:
@@ -483,22 +528,23 @@ class TcpSender:
         return newly
 
     def _mark_lost_sack(self) -> None:
-        """RFC 6675 ``IsLost``: unSACKed segments with DUPTHRESH SACKed segments above them.
+        """RFC 6675 ``IsLost``: unSACKed segments with ``reordering`` SACKed segments above them.
 
         Scans from the highest SACKed segment down to where the previous scan
         stopped, so the cost is amortised over the ACKs of a recovery.
         """
         rtx = self.rtx
         head = self.head
+        thresh = self.reordering
         i = bisect_left(rtx, self._high_sacked, head, len(rtx), key=_seq_of) - 1
         cnt = 0
         while i >= head:
             if rtx[i][3] & SACKED:
                 cnt += 1
-                if cnt == DUPTHRESH:
+                if cnt == thresh:
                     break
             i -= 1
-        if cnt < DUPTHRESH:
+        if cnt < thresh:
             return
         mark = rtx[i][0]
         stop_seq = self._lost_mark_seq
