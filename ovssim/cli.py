@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +26,9 @@ LAZY = {
     "sweep": ("ovssim.sweep_cli", "sweep", "run a grid of scenarios in parallel"),
     "whatif": ("ovssim.sweep_cli", "whatif", "rank qdiscs for a scenario"),
 }
+
+
+_PER_CORE = re.compile(r"cpu_util\..+\.core\d+$")
 
 
 class LazyGroup(click.Group):
@@ -60,6 +64,8 @@ def _fmt_table(summary) -> str:
     for col in ("workload", "metric", "mean", "95% CI", "unit", "reps"):
         table.add_column(col, justify="right" if col in ("mean", "95% CI", "reps") else "left")
     for r in summary.itertuples():
+        if _PER_CORE.match(r.metric):
+            continue                      # per-core rows: in --format csv/json
         table.add_row(r.workload, r.metric, f"{r.mean:.6g}", f"[{r.ci95_low:.6g}, {r.ci95_high:.6g}]",
                       r.unit, str(r.reps))
     console = Console(record=True, width=110)
