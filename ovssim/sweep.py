@@ -483,7 +483,7 @@ def run_task(task: Task) -> dict:
     from .runner import run_replication
     from .scenario import from_dict
     _fault_hook(task)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     rec = {"run": task.run, "point": task.point, "label": task.label, "rep": task.rep, "seed": task.seed}
     try:
         data = apply_changes(task.base, task.changes)
@@ -492,12 +492,19 @@ def run_task(task: Task) -> dict:
     except OvssimError as exc:
         rec.update(status="error", error=str(exc))
         return rec
+    except Exception as exc:  # noqa: BLE001 - a simulator bug in one run must not end a long sweep
+        import traceback
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        rec.update(status="error", error=f"{type(exc).__name__}: {exc} (at {Path(where.filename).name}:"
+                                        f"{where.lineno}; a bug -- please report it)")
+        return rec
     rec["status"] = "ok"
     rec["rows"] = [[r["workload"], r["metric"], r["unit"], float(r["value"])] for r in rows]
     if task.keep:
         rec["samples"] = {k: _thin(v, task.max_samples) for k, v in samples.items()
                           if any(fnmatch.fnmatchcase(k, pat) for pat in task.keep)}
-    rec["elapsed"] = time.perf_counter() - t0
+    rec["elapsed"] = time.perf_counter() - t0           # wall seconds (not part of the result)
+    rec["cpu"] = time.thread_time() - c0                # CPU seconds of the thread that ran it
     rec["worker"] = f"{os.uname().nodename}:{os.getpid()}"
     return rec
 
@@ -565,9 +572,7 @@ class ResultStore:
         line = (json.dumps(rec, separators=(",", ":")) + "\n").encode()
         self._fh.write(line)
         self._fh.flush()
-        os.fsync(self._fh.fileno())
-        if rec.get("status") == "ok":
-            self.done.add(rec["run"])
+        os.fsync(self._fh.fileno())     # (self.done stays the set found at start: memory does not grow)
 
     def close(self) -> None:
         if not self._fh.closed:
@@ -840,8 +845,12 @@ class SweepReport:
 
 
 def run_sweep(sweep, out, *, workers: int | None = None, dask: str | None = None, resume: bool = False,
-              progress: bool = False, max_tasks_per_child: int = 200, summary: bool = True) -> SweepReport:
-    """Run every (point, rep) of ``sweep`` not already in ``out``; write results as they finish."""
+              progress: bool = False, max_tasks_per_child: int = 200, summary: bool = True,
+              on_run=None) -> SweepReport:
+    """Run every (point, rep) of ``sweep`` not already in ``out``; write results as they finish.
+
+    ``on_run(record, done, total)`` (optional) is called after each run is stored.
+    """
     sweep = load_sweep(sweep)
     workers = workers or os.cpu_count() or 1
     if workers < 1:
@@ -856,6 +865,8 @@ def run_sweep(sweep, out, *, workers: int | None = None, dask: str | None = None
         if rec.get("status") != "ok":
             failed.append((task.run, task.label, rec.get("error", "?")))
         bar.advance()
+        if on_run is not None:
+            on_run(rec, bar.done, bar.total)
 
     t0 = time.perf_counter()
     tasks = sweep.tasks(frozenset(store.done))

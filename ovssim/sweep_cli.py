@@ -27,6 +27,19 @@ def _check_failures(rep) -> None:
                           key="sweep", fix="correct the sweep, then re-run with --resume to redo only the failed runs")
 
 
+def _parse_set(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` with VALUE read as a TOML value when it is one (``10``, ``true``, ``{kind="sfq"}``)."""
+    import tomllib
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {text!r} is not KEY=VALUE", key="--set", fix='write e.g. --set "scenario.duration=2s"')
+    try:
+        parsed = tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value
+    return key.strip(), parsed
+
+
 _exec_options = [
     click.option("--workers", type=click.IntRange(min=1), default=None,
                  help="parallel workers (default: all local cores; 1 runs in this process)"),
@@ -86,6 +99,10 @@ def sweep(sweep_file, out, reps, workers, dask, resume, progress):
 @click.option("--reps", type=click.IntRange(min=2), default=None, help="replications per qdisc (default: the scenario's)")
 @click.option("--duration", default=None, help='simulated time per run, e.g. "10s" (default: the scenario\'s)')
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="base seed (default: the scenario's)")
+@click.option("--separately", is_flag=True,
+              help="run each [[workload]] on its own, as the thesis ran its tests (default: all together)")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help='a further change for every run, e.g. --set "bridge.br0.kind,bridge.br1.kind=linux" (repeatable)')
 @click.option("--crn/--no-crn", default=True, show_default=True,
               help="common random numbers across qdiscs (paired tests)")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -93,20 +110,25 @@ def sweep(sweep_file, out, reps, workers, dask, resume, progress):
 @click.option("--figure", "fig", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="figure path (default: OUT/whatif.png)")
 @_with(_exec_options)
-def whatif(scenario, qdiscs, metrics, on, reps, duration, seed, crn, out, fig, workers, dask, resume, progress):
+def whatif(scenario, qdiscs, metrics, on, reps, duration, separately, sets, seed, crn, out, fig, workers, dask, resume,
+           progress):
     """Compare qdiscs on SCENARIO.toml: a ranked table with 95% CIs and significance, and a figure."""
     from .sweep import load_results, run_sweep
-    from .whatif import figure, format_rankings, parse_qdiscs, rank_all, whatif_sweep
-    specs = parse_qdiscs(qdiscs)
+    from .whatif import figure, format_rankings, qdisc_choices, rank_all, whatif_sweep
+    labels, specs = qdisc_choices(qdiscs)
     keys = [k.strip() for k in on.split(",")] if on else None
-    sw = whatif_sweep(scenario, specs, on=keys, reps=reps, seed=seed, crn=crn, duration=duration)
+    fixed = dict(_parse_set(s) for s in sets)
+    sw = whatif_sweep(scenario, specs, on=keys, reps=reps, seed=seed, crn=crn, duration=duration, labels=labels,
+                      separately=separately, fixed=fixed)
     out = out or Path(f"whatif-{Path(scenario).stem}")
-    click.echo(f"{sw.name}: {len(sw.points)} qdiscs x {sw.reps} reps = {sw.total} runs", err=True)
+    tests = len(sw.points) // max(1, len(labels))
+    click.echo(f"{sw.name}: {len(labels)} qdiscs{f' x {tests} tests' if tests > 1 else ''} x {sw.reps} reps = "
+               f"{sw.total} runs", err=True)
     rep = run_sweep(sw, out, workers=workers, dask=dask, resume=resume, progress=_progress_default(progress))
     click.echo(_report_line(rep), err=True)
     _check_failures(rep)
     df, samples = load_results(out, samples=True)
-    order = [p.label for p in sw.points]
+    order = list(dict.fromkeys(p.label for p in sw.points))
     df = df[df["point"].isin({p.id for p in sw.points})]
     rankings = rank_all(df, list(metrics), paired=crn, order=order)
     click.echo(format_rankings(rankings), nl=False)

@@ -58,6 +58,22 @@ def parse_qdiscs(text: str) -> list[dict]:
             raise ConfigError(f"cannot read qdisc {raw!r}", key="--qdiscs",
                               fix='write kinds separated by commas, parameters in brackets: "sfq,tbf(rate=10mbit burst=32kb)"')
         kind = m.group(1)
+        if kind.startswith("linux-"):                    # OVS QoS type: parameters go to other-config
+            from .qdisc.ovs_qos import TYPES
+            if kind not in TYPES:
+                raise ConfigError(f"unknown OVS QoS type {kind!r}", key="--qdiscs", fix=f"use one of: {', '.join(TYPES)}")
+            oc = {}
+            for kv in (m.group(2) or "").replace(",", " ").split():
+                k, sep, v = kv.partition("=")
+                if not sep or not k:
+                    raise ConfigError(f"qdisc parameter {kv!r} is not key=value", key="--qdiscs",
+                                      fix='write e.g. "linux-htb(max-rate=100000000)"')
+                oc[k] = v
+            spec = {"type": kind, "other-config": oc} if oc else {"type": kind}
+            if kind in ("linux-htb", "linux-hfsc"):
+                spec["queues"] = {"0": {k: v for k, v in oc.items() if k in ("max-rate", "min-rate")}}
+            out.append(spec)
+            continue
         if QALIASES.get(kind, kind) not in KINDS:
             raise ConfigError(f"unknown qdisc kind {kind!r}", key="--qdiscs", fix=f"use one of: {', '.join(sorted(KINDS))}")
         spec = {"kind": kind}
@@ -71,6 +87,26 @@ def parse_qdiscs(text: str) -> list[dict]:
     if not out:
         raise ConfigError("no qdiscs given", key="--qdiscs", fix="write e.g. --qdiscs pfifo_fast,sfq,codel")
     return out
+
+
+# The six schedulers of the thesis, configured as it did through the OVS QoS table (seed 000 §2.3.3, §4);
+# the thesis gives no HTB/HFSC rates, so root and queue 0 get max-rate = its 100 Mbit/s link.
+THESIS_QDISCS = {
+    "pfifo_fast": {"kind": "pfifo_fast"},
+    "sfq": {"type": "linux-sfq", "other-config": {"perturb": "10"}},
+    "codel": {"type": "linux-codel"},
+    "fq_codel": {"type": "linux-fq_codel"},
+    "htb": {"type": "linux-htb", "other-config": {"max-rate": "100000000"}, "queues": {"0": {"max-rate": "100000000"}}},
+    "hfsc": {"type": "linux-hfsc", "other-config": {"max-rate": "100000000"}, "queues": {"0": {"max-rate": "100000000"}}},
+}
+
+
+def qdisc_choices(text: str) -> tuple[list[str], list[dict]]:
+    """(labels, qdisc tables) for ``--qdiscs``; ``thesis`` stands for the thesis's six schedulers."""
+    if text.strip().lower() == "thesis":
+        return list(THESIS_QDISCS), [dict(v) for v in THESIS_QDISCS.values()]
+    specs = parse_qdiscs(text)
+    return [qdisc_label(q) for q in specs], specs
 
 
 def _value(v: str):
@@ -88,8 +124,13 @@ def qdisc_label(spec: dict) -> str:
 
 
 def whatif_sweep(scenario, qdiscs: list[dict], *, on: list[str] | None = None, reps: int | None = None,
-                 seed: int | None = None, crn: bool = True, duration: str | None = None):
-    """A :class:`~ovssim.sweep.Sweep` that tries each qdisc on the ports ``on`` (default: every VM's VIF port)."""
+                 seed: int | None = None, crn: bool = True, duration: str | None = None,
+                 labels: list[str] | None = None, separately: bool = False, fixed: dict | None = None):
+    """A :class:`~ovssim.sweep.Sweep` that tries each qdisc on the ports ``on`` (default: every VM's VIF port).
+
+    ``separately`` runs each ``[[workload]]`` of the scenario on its own (the thesis ran its throughput,
+    latency and jitter tests one at a time); ``fixed`` are further changes (``--set``) for every run.
+    """
     import tomllib
 
     from .sweep import sweep_from_dict
@@ -110,7 +151,7 @@ def whatif_sweep(scenario, qdiscs: list[dict], *, on: list[str] | None = None, r
     for key in on:
         if not key.endswith(".qdisc"):
             raise ConfigError(f"--on {key!r} is not a qdisc key", key="--on", fix="write e.g. vm.vm2.qdisc or nic.eth0.qdisc")
-    labels = [qdisc_label(q) for q in qdiscs]
+    labels = labels or [qdisc_label(q) for q in qdiscs]
     if len(set(labels)) != len(labels):
         raise ConfigError("the same qdisc is listed twice", key="--qdiscs", fix="list each qdisc once")
     sweep_tbl = {"name": f"whatif-{raw.get('scenario', {}).get('name', path.stem)}", "crn": crn,
@@ -119,14 +160,26 @@ def whatif_sweep(scenario, qdiscs: list[dict], *, on: list[str] | None = None, r
         sweep_tbl["reps"] = reps
     if seed is not None:
         sweep_tbl["seed"] = seed
-    data = {"sweep": sweep_tbl, "grid": {",".join(on): qdiscs}}
+    grid = {",".join(on): qdiscs}
+    wls = [w for w in raw.get("workload", []) if isinstance(w, dict)]
+    if separately and len(wls) > 1:
+        for i, w in enumerate(wls):
+            w.setdefault("name", f"{w.get('tool', 'workload')}{i + 1}")
+        grid["workload"] = [[w] for w in wls]
+    data = {"sweep": sweep_tbl, "grid": grid, "set": dict(fixed or {})}
     if duration is not None:
-        data["set"] = {"scenario.duration": duration}
+        data["set"]["scenario.duration"] = duration
     sw = sweep_from_dict(data, file=str(path), base_dir=path.parent, base_scenario=raw)
     sw.base_file = str(path)
-    for p, lab in zip(sw.points, labels):
-        p.label = lab
+    by_spec = {_canon_spec(q): lab for q, lab in zip(qdiscs, labels)}
+    for p in sw.points:
+        p.label = by_spec[_canon_spec(p.changes[",".join(on)])]
     return sw
+
+
+def _canon_spec(q) -> str:
+    import json
+    return json.dumps(q, sort_keys=True, default=str)
 
 
 # --------------------------------------------------------------------------- analysis

@@ -87,3 +87,28 @@ def test_whatif_command_ranks_a_rate_limited_port_last_and_writes_a_figure(tmp_p
     assert "worse" in [ln for ln in lines if "tbf" in ln][0]
     assert "ping:rtt" in samples["pfifo"]
     assert (tmp_path / "w" / "whatif.png").stat().st_size > 10_000
+
+
+def test_thesis_shorthand_ovs_qos_forms_and_separate_tests(tmp_path, scenario_file):
+    from ovssim.sweep_cli import _parse_set
+    from ovssim.whatif import qdisc_choices, whatif_sweep
+    labels, specs = qdisc_choices("thesis")
+    assert labels == ["pfifo_fast", "sfq", "codel", "fq_codel", "htb", "hfsc"]
+    assert specs[4]["type"] == "linux-htb" and "0" in specs[4]["queues"]
+    _, q = qdisc_choices("linux-hfsc(max-rate=50000000),linux-codel")
+    assert q == [{"type": "linux-hfsc", "other-config": {"max-rate": "50000000"},
+                  "queues": {"0": {"max-rate": "50000000"}}}, {"type": "linux-codel"}]
+    with pytest.raises(ConfigError, match="OVS QoS type"):
+        qdisc_choices("linux-wfq")
+    assert _parse_set("bridge.br0.kind,bridge.br1.kind=linux") == ("bridge.br0.kind,bridge.br1.kind", "linux")
+    assert _parse_set('vm.vm1.qdisc={kind="sfq"}') == ("vm.vm1.qdisc", {"kind": "sfq"})
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        _parse_set("nothing")
+    sw = whatif_sweep(scenario_file, specs[:2], labels=labels[:2], separately=True,
+                      fixed={"bridge.br0.kind,bridge.br1.kind": "linux"})
+    # 2 qdiscs x 2 workloads (udp, ping), each run carries one workload, both VIF ports changed
+    assert len(sw.points) == 4
+    assert sorted({p.label for p in sw.points}) == ["pfifo_fast", "sfq"]
+    t = next(iter(sw.tasks()))
+    assert len(t.changes["workload"]) == 1 and t.changes["bridge.br0.kind,bridge.br1.kind"] == "linux"
+    assert "vm.vm1.qdisc,vm.vm2.qdisc" in t.changes
