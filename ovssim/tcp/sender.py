@@ -9,8 +9,9 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   both the congestion window (segments in flight, ``tcp_packets_in_flight``)
   and the peer's advertised window (``tcp_snd_wnd_test``).
 * The application's writes and the send buffer: the bytes written but not yet
-  acknowledged never exceed ``sndbuf``; a bulk writer refills in ``write_size``
-  steps as ACKs free space.
+  acknowledged never exceed ``sndbuf``; a bulk writer keeps the buffer full,
+  and each segment's share of the ``send()`` calls (``write_size`` bytes
+  each) costs ``call_cost`` on the endpoint's CPU.
 * Loss detection and recovery as Linux does it: with SACK (RFC 2018) a
   scoreboard marks a segment lost once ``reordering`` segments above it are
   SACKed (RFC 6675 ``IsLost``; ``reordering`` starts at 3 and grows to the
@@ -65,7 +66,8 @@ def _seq_of(rec):
 class TcpSender:
     def __init__(self, sock, *, mss: int, cc, init_cwnd: int = INIT_CWND, sndbuf: int,
                  nodelay: bool = False, sack: bool = True, timestamps: bool = True,
-                 rtt: RttEstimator | None = None, app_cost: float = 0.0, cpu=None,
+                 rtt: RttEstimator | None = None, app_cost: float = 0.0, call_cost: float = 0.0,
+                 cpu=None,
                  keep_samples: bool = True):
         self.sock = sock
         self.env = sock.env
@@ -81,7 +83,8 @@ class TcpSender:
         self.nodelay = nodelay
         self.sack = sack
         self.rtt = rtt or RttEstimator()
-        self.app_cost = app_cost
+        self.app_cost = app_cost      # CPU per segment the application hands to TCP
+        self.call_cost = call_cost    # CPU per send() call of ``write_size`` bytes
         self.cpu = cpu
         # sequence space (bytes, starting at 0)
         self.snd_una = 0
@@ -90,7 +93,7 @@ class TcpSender:
         self.snd_wnd = 65535        # peer's advertised window, set at connect
         self.snd_sml = 0            # end of the last small segment sent (Minshall)
         self.bulk_until: float | None = None
-        self.write_size = mss       # bytes per send() call (kept for the tools' bookkeeping)
+        self.write_size = mss       # bytes per send() call (netperf -m, iperf -l)
         # scoreboard: records in sequence order; rtx[head:] are outstanding
         self.rtx: list = []
         self.head = 0
@@ -214,7 +217,7 @@ class TcpSender:
                 self.snd_sml = end
             self.snd_nxt = end
             rtx.append([seq, end, now, 0])
-            self._transmit(seq, n, now)
+            self._transmit(seq, n, now, True)
             if self.state == RECOVERY:
                 self.prr_out += 1
         po = len(rtx) - self.head
@@ -223,7 +226,7 @@ class TcpSender:
         if po and self._rto_at == INF:
             self._arm_rto(now + self.rtt.backed_off(self.backoff))
 
-    def _transmit(self, seq: int, n: int, now: float) -> None:
+    def _transmit(self, seq: int, n: int, now: float, new: bool) -> None:
         sock = self.sock
         rcv = sock.receiver
         size = self.frame_full if n == self.mss else tcp_frame_size(n, self.timestamps)
@@ -235,11 +238,13 @@ class TcpSender:
         self.segs_out += 1
         self.data_segs_out += 1
         self.bytes_sent += n
-        if self.app_cost:
+        if new and (self.app_cost or self.call_cost):
+            # the application's send() work for these bytes (retransmissions cost it nothing)
+            cost = self.app_cost + self.call_cost * n / self.write_size
             t = None
             if self.cpu is not None:
-                t = self.cpu.serve(now, self.app_cost)
-            pkt.t = t if t is not None else now + self.app_cost
+                t = self.cpu.serve(now, cost)
+            pkt.t = t if t is not None else now + cost
         if rcv.ack_pending or rcv.rcv_nxt != rcv.last_ack_sent:
             rcv.ack_piggybacked()
         sock.endpoint.send(pkt)
@@ -262,7 +267,7 @@ class TcpSender:
                 self.bytes_retrans += r[1] - r[0]
                 self._retx_hint = i + 1
                 self.undo_retrans += 1
-                self._transmit(r[0], r[1] - r[0], now)
+                self._transmit(r[0], r[1] - r[0], now, False)
                 if self.state == RECOVERY:
                     self.prr_out += 1
                 if i == self.head:      # tcp_xmit_retransmit_queue re-arms the RTO on the head

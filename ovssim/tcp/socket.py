@@ -32,6 +32,7 @@ class TcpSocket:
                  nodelay: bool = False, sack: bool = SACK, timestamps: bool = TIMESTAMPS,
                  init_cwnd: int = INIT_CWND, delack: float = DELACK,
                  rto_min: float | None = None, send_cost: float = 0.0, recv_cost: float = 0.0,
+                 call_cost: float = 0.0,
                  keep_samples: bool = True, name: str | None = None):
         self.env = env
         self.endpoint = endpoint
@@ -49,7 +50,8 @@ class TcpSocket:
                                 init_cwnd=init_cwnd,
                                 sndbuf=AUTOTUNED_SND_BYTES if sndbuf is None else sndbuf,
                                 nodelay=nodelay, sack=sack, timestamps=timestamps, rtt=rtt,
-                                app_cost=send_cost, cpu=cpu, keep_samples=keep_samples)
+                                app_cost=send_cost, call_cost=call_cost, cpu=cpu,
+                                keep_samples=keep_samples)
         self.peer: TcpSocket | None = None
 
     # -- wiring -----------------------------------------------------------------------

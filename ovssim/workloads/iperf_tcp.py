@@ -8,11 +8,13 @@ Keys are iperf3's flags (iperf3(1)) or their long names:
 * ``t``/``time``      test length (default 10 s);
 * ``C``/``congestion`` ``cubic`` (Linux's default) or ``reno``/``newreno``;
 * ``l``/``length``    bytes per write (iperf3's TCP default: 128 KiB); a bulk writer
-  keeps the send buffer full whatever its write size, so this changes no result;
+  keeps the send buffer full whatever its write size, so this matters only
+  through ``call_cost`` (CPU per write call);
 * ``M``/``set-mss``   maximum segment size in bytes;
 * ``N``/``no-delay``  TCP_NODELAY.
 
-ovssim's own: ``name``, ``start``, ``send_cost``/``recv_cost`` (CPU per segment,
+ovssim's own: ``name``, ``start``, ``call_cost`` (CPU per write call),
+``send_cost``/``recv_cost`` (CPU per segment,
 charged to the endpoints' CPUs; default: the profile's ``app.send_per_packet``
 / ``app.recv_per_packet`` from ``RunContext.extra["app"]``, else 0), ``port`` (default 5201), ``stagger``
 (streams start uniformly within this time, default 1 ms, drawn from the run's
@@ -56,6 +58,7 @@ class IperfTcp(Workload):
         Option("start", ("start",), as_time, "start offset"),
         Option("send_cost", ("send_cost",), as_time, "CPU time per segment sent"),
         Option("recv_cost", ("recv_cost",), as_time, "CPU time per segment received"),
+        Option("call_cost", ("call_cost",), as_time, "CPU time per send() call of l bytes"),
         Option("port", ("port", "p"), as_port, "server port"),
         Option("stagger", ("stagger",), as_time, "spread of the streams' start times"),
         Option("cwnd_interval", ("cwnd_interval",), as_time, "how often to sample cwnd (0: never)"),
@@ -65,7 +68,7 @@ class IperfTcp(Workload):
                  cc: str = "cubic", length: int = IPERF3_TCP_LENGTH, mss: int | None = None,
                  nodelay: bool = False, name: str | None = None, start: float = 0.0,
                  send_cost: float | None = None, recv_cost: float | None = None,
-                 port: int = IPERF3_PORT,
+                 call_cost: float = 0.0, port: int = IPERF3_PORT,
                  stagger: float = 1e-3, mtu: int | None = None, cwnd_interval: float = 0.01):
         super().__init__(name)
         if parallel < 1:
@@ -80,6 +83,7 @@ class IperfTcp(Workload):
         self.start_offset = start
         self.send_cost = send_cost
         self.recv_cost = recv_cost
+        self.call_cost = call_cost
         self.port = port
         self.stagger = stagger
         self.mtu = mtu
@@ -107,7 +111,7 @@ class IperfTcp(Workload):
         for i in range(self.parallel):
             c, s = connect(env, ctx.src, ctx.dst, self.port, cc=self.cc, mtu=self.mtu, mss=self.mss,
                            nodelay=self.nodelay, sndbuf=self.window, rcvbuf=self.window,
-                           send_cost=send_cost, recv_cost=recv_cost)
+                           send_cost=send_cost, recv_cost=recv_cost, call_cost=self.call_cost)
             meter = GoodputMeter(self.t0, self.t1)
             s.receiver.on_deliver = meter
             self.streams.append((c, s))

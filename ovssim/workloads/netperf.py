@@ -14,8 +14,8 @@ Configured with netperf's flags (netperf(1), "Netperf Manual" section 5/6):
 * ``m``  send size per ``send()`` call (``-m``; netperf's default is the send
   buffer size, 16 KiB when autotuned).  TCP coalesces the writes into full
   segments and a bulk writer keeps the buffer full, so ``m`` changes the
-  result only through a per-segment ``send_cost`` (per-call CPU cost is not
-  modelled separately);
+  result only through ``call_cost`` (CPU per ``send()`` call: a segment of
+  ``n`` bytes costs ``call_cost * n / m`` on the sender's CPU);
 * ``r``  request,response sizes for TCP_RR (``-r 1,1``);
 * ``D``  TCP_NODELAY (``-D``): off for TCP_STREAM, and on for TCP_RR by
   default here (one outstanding small request never waits for Nagle anyway);
@@ -23,7 +23,7 @@ Configured with netperf's flags (netperf(1), "Netperf Manual" section 5/6):
 
 ovssim's own keys: ``name``, ``start`` (offset from the scenario start),
 ``send_cost``/``recv_cost`` (the tool's CPU time per segment sent/received,
-charged to the endpoint's CPU), ``server_cost`` (TCP_RR: server work per
+charged to the endpoint's CPU), ``call_cost`` (CPU per ``send()`` call), ``server_cost`` (TCP_RR: server work per
 transaction), ``port``.  Costs not given come from the run's profile
 (``app.send_per_packet``, ``app.recv_per_packet``, ``app.rr_processing``,
 passed in ``RunContext.extra["app"]``), else 0.
@@ -76,6 +76,7 @@ _COMMON = [
     Option("start", ("start",), as_time, "start offset, e.g. \"1s\""),
     Option("send_cost", ("send_cost",), as_time, "CPU time per segment sent, e.g. \"2us\""),
     Option("recv_cost", ("recv_cost",), as_time, "CPU time per segment received"),
+    Option("call_cost", ("call_cost",), as_time, "CPU time per send() call"),
     Option("port", ("port",), as_port, "the data connection's server port"),
     Option("cwnd_interval", ("cwnd_interval",), as_time, "how often to sample cwnd (0: never)"),
 ]
@@ -87,7 +88,8 @@ class _NetperfTcp(Workload):
     def __init__(self, *, length: float | None = None, local_buffer: int | None = None,
                  remote_buffer: int | None = None, nodelay: bool = False, cc: str = "cubic",
                  name: str | None = None, start: float = 0.0, send_cost: float | None = None,
-                 recv_cost: float | None = None, port: int = NETPERF_DATA_PORT, mtu: int | None = None,
+                 recv_cost: float | None = None, call_cost: float = 0.0,
+                 port: int = NETPERF_DATA_PORT, mtu: int | None = None,
                  cwnd_interval: float = 0.01):
         super().__init__(name)
         self.length = length
@@ -98,6 +100,7 @@ class _NetperfTcp(Workload):
         self.start_offset = start
         self.send_cost = send_cost
         self.recv_cost = recv_cost
+        self.call_cost = call_cost
         self.port = port
         self.mtu = mtu
         self.cwnd_interval = cwnd_interval
@@ -115,7 +118,7 @@ class _NetperfTcp(Workload):
         if self.server_cost is None:
             self.server_cost = app.get("rr_processing", 0.0)
         common = dict(cc=self.cc, mtu=self.mtu, nodelay=self.nodelay,
-                      send_cost=send_cost, recv_cost=recv_cost)
+                      send_cost=send_cost, recv_cost=recv_cost, call_cost=self.call_cost)
         self.client, self.server = connect(
             env, ctx.src, ctx.dst, self.port,
             client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer),
@@ -201,6 +204,8 @@ class NetperfTcpRR(_NetperfTcp):
         self.env = env
         self.server.receiver.on_deliver = self._server_reads
         self.client.receiver.on_deliver = self._client_reads
+        self.client.sender.write_size = self.request      # one send() per message
+        self.server.sender.write_size = self.response
         if self.t0 > env.now:
             call_at(env, self.t0, self._send_request)
         else:

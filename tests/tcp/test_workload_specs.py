@@ -82,3 +82,18 @@ def test_cwnd_and_rtt_samples_over_time(make_path):
     assert 2 * 100 <= len(smp["cwnd"]) <= 2 * 101 + 20
     assert smp["cwnd"].min() >= 1
     assert len(smp["tcp_rtt"]) > 1000 and smp["tcp_rtt"].min() >= 4.0   # base RTT 4 ms
+
+
+def test_small_writes_cost_more_cpu(make_path):
+    # netperf -m 256 makes ~5.7 send() calls per 1448-byte segment, -m 16k about 0.09
+    busy = {}
+    for m in (256, 16384):
+        p = make_path(rate=100e6, delay=0.001)
+        p.a.cpu = CpuPool(p.env, cores=1)
+        w = NetperfTcpStream(length=1.0, message=m, call_cost=2e-6, send_cost=0.0)
+        w.start(p.ctx(1.0))
+        p.env.run(until=1.0)
+        segs = w.client.sender.data_segs_out - w.client.sender.retransmits
+        busy[m] = p.a.cpu.busy[0]
+        assert busy[m] == pytest.approx(segs * 2e-6 * 1448 / m, rel=0.02)
+    assert busy[256] > 50 * busy[16384]
