@@ -180,6 +180,8 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
     from .regression import fit_regression
     from .samples import apply_where, read_table
     df = apply_where(read_table(data), _kv(where, "--where"), file=str(data))
+    if unit is None and "unit" in df.columns and df["unit"].nunique() == 1:
+        unit = str(df["unit"].iloc[0])          # the collector's samples carry their unit
     model = fit_regression(df, delay=delay_col, drivers=_csv(drivers), unit=unit,
                            log_drivers=_csv(log_drivers))
     coef = model.coefficients()

@@ -97,12 +97,33 @@ def read_campaign_samples(d: Path) -> pd.DataFrame:
         raise DataError(f"{d}: a directory without samples/*.csv.gz -- fix: point at a campaign "
                         "directory written by 'ovssim collect', or at a samples file")
     df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
-    res = d / "results.csv"
-    if res.exists() and "run_id" in df.columns:
-        runs = pd.read_csv(res).drop(columns=["metric", "value", "unit"], errors="ignore")
-        runs = runs.drop_duplicates("run_id")
+    runs = _run_columns(d)
+    if runs is not None and "run_id" in df.columns:
         df = df.merge(runs, on="run_id", how="left", suffixes=("", "_run"))
     return df
+
+
+def _run_columns(d: Path) -> pd.DataFrame | None:
+    """One row of run columns per run: from the journal ``runs.jsonl`` (always complete, also
+    while a campaign is running), else from ``results.csv``."""
+    import json
+    journal = d / "runs.jsonl"
+    if journal.exists():
+        recs = []
+        for line in journal.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue          # the torn last line of a run in progress
+            recs.append({k: v for k, v in rec.items() if not isinstance(v, (dict, list))})
+        if recs:
+            return pd.DataFrame(recs).drop(columns=["samples_file", "error"], errors="ignore") \
+                .drop_duplicates("run_id")
+    res = d / "results.csv"
+    if res.exists():
+        runs = pd.read_csv(res).drop(columns=["metric", "value", "unit"], errors="ignore")
+        return runs.drop_duplicates("run_id")
+    return None
 
 
 def apply_where(df: pd.DataFrame, where: dict | None, *, file: str | None = None) -> pd.DataFrame:

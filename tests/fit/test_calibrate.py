@@ -52,14 +52,15 @@ def _cheap_model(noise_seed=None):
     return model
 
 
-def test_recovers_parameters_of_a_cheap_model_within_reported_uncertainty():
+@pytest.mark.parametrize("method", ["least_squares", "Nelder-Mead"])
+def test_recovers_parameters_of_a_cheap_model_within_reported_uncertainty(method):
     ps = [Param.parse("x:scale=1us..100us"), Param.parse("y:s=0.1..2")]
     truth = {"x:scale": 20e-6, "y:s": 0.5}
     model = _cheap_model()
     out = model(truth)
     tg = [Target("w", m, out[("w", m)][0] * f, 0.02 * out[("w", m)][0])
           for m, f in (("m1", 1.01), ("m2", 0.99))]     # measured values off by ~1/2 sigma
-    res = calibrate(model, ps, tg)
+    res = calibrate(model, ps, tg, method=method)
     assert res.success and not res.at_bound
     for lab, v in truth.items():
         assert abs(res.values[lab] - v) <= 3 * res.std[lab], (lab, res.values[lab], res.std[lab])
