@@ -187,3 +187,25 @@ def test_cubic_is_reno_friendly_at_small_windows():
             cc.cong_avoid(1, r * rtt + rtt * i / w)
     # 100 RTTs at the Reno-friendly rate 3(1-b)/(1+b) ~ 0.53 segment per RTT
     assert s.cwnd >= 7 + 0.45 * 100
+
+
+@pytest.mark.parametrize("nodelay", [False, True])
+def test_nagle_meets_delayed_ack_on_write_write_read(make_path, nodelay):
+    # the classic stall: two small writes; Nagle holds the second until the first is
+    # ACKed, and the receiver delays that ACK by 40 ms (TCP_NODELAY removes it)
+    p = make_path(rate=100e6, delay=0.001)
+    c, s = connect(p.env, p.a, p.b, 5001, nodelay=nodelay)
+    s.receiver.quick = 0
+    got = []
+    s.receiver.on_deliver = lambda n, now: got.append((now, n))
+    c.write(100)
+    c.write(100)
+    p.env.run(until=1.0)
+    assert sum(n for _, n in got) == 200
+    last = got[-1][0]
+    if nodelay:
+        assert last < 0.002
+    else:
+        # first segment lands, 40 ms later its ACK leaves, and only then the second is sent
+        seg, ack = one_way(100, 100e6, 0.001), one_way(0, 100e6, 0.001)
+        assert last == pytest.approx(seg + 0.040 + ack + seg, rel=1e-3)
