@@ -157,6 +157,20 @@ def _curve(kind: str, cid, name: str, v):
                           fix='write e.g. ls = "10mbit" or rt = { m1 = "20mbit", d = "10ms", m2 = "5mbit" }') from None
 
 
+def _update_cfmin(cl: HfscClass) -> None:
+    """``update_cfmin``: the smallest fit time among the active children (0 if none)."""
+    act = cl.act
+    if len(act) == 1:
+        for c in act:
+            cl.cfmin = c.f
+        return
+    m = _INF
+    for c in act:
+        if c.f < m:
+            m = c.f
+    cl.cfmin = 0.0 if m == _INF else m
+
+
 class Hfsc(Qdisc):
     kind = "hfsc"
     PARAMS = {"default": lambda v: v, "handle": lambda v: v, "classes": lambda v: v}
@@ -308,16 +322,13 @@ class Hfsc(Qdisc):
 
     # -- link-sharing -------------------------------------------------------------------------
     def _init_vf(self, cl: HfscClass, now: float) -> None:
+        """``init_vf``: the class (and ancestors that were idle) join link-sharing."""
         go_active = True
-        while cl.parent is not None:
-            parent = cl.parent
-            if go_active and cl.nactive == 0:
+        parent = cl.parent
+        while parent is not None:
+            if go_active:
+                go_active = cl.nactive == 0
                 cl.nactive += 1
-                go_active = True
-            else:
-                if go_active:
-                    cl.nactive += 1
-                go_active = False
             if go_active:
                 act = parent.act
                 if act:
@@ -335,56 +346,54 @@ class Hfsc(Qdisc):
                 cl.virtual.min_with(cl.fsc, cl.vt, cl.total)
                 cl.vtadj = 0.0
                 cl.vtperiod += 1
-                cl.parentperiod = parent.vtperiod
-                if parent.nactive == 0:
-                    cl.parentperiod += 1
+                cl.parentperiod = parent.vtperiod + (1 if parent.nactive == 0 else 0)
                 cl.f = 0.0
-                parent.act[cl] = None
+                act[cl] = None
                 if cl.usc is not None:
-                    cl.ulimit.min_with(cl.usc, now, cl.total)
-                    cl.myf = cl.ulimit.y2x(cl.total)
+                    ul = cl.ulimit
+                    ul.min_with(cl.usc, now, cl.total)
+                    cl.myf = ul.y2x(cl.total)
             f = cl.myf if cl.myf > cl.cfmin else cl.cfmin
+            if f == cl.f and not go_active:
+                break                               # nothing changes further up
             cl.f = f
-            self._update_cfmin(parent)
+            _update_cfmin(parent)
             cl = parent
-
-    @staticmethod
-    def _update_cfmin(cl: HfscClass) -> None:
-        m = _INF
-        for c in cl.act:
-            if c.f < m:
-                m = c.f
-        cl.cfmin = 0.0 if m == _INF else m
+            parent = cl.parent
 
     def _update_vf(self, cl: HfscClass, length: int) -> None:
-        go_passive = cl.leaf.qlen == 0 and cl.fsc is not None
-        while cl.parent is not None:
-            parent = cl.parent
+        """``update_vf``: charge ``length`` bytes up the tree; idle classes leave link-sharing."""
+        go_passive = cl.fsc is not None and cl.leaf.qlen == 0
+        parent = cl.parent
+        while parent is not None:
             cl.total += length
             if cl.fsc is None or cl.nactive == 0:
                 cl = parent
+                parent = cl.parent
                 continue
             if go_passive:
                 cl.nactive -= 1
                 go_passive = cl.nactive == 0
-            cl.vt = cl.virtual.y2x(cl.total) + cl.vtadj
-            if cl.vt < parent.cvtmin:
-                cl.vtadj += parent.cvtmin - cl.vt
-                cl.vt = parent.cvtmin
+            vt = cl.virtual.y2x(cl.total) + cl.vtadj
+            cvtmin = parent.cvtmin
+            if vt < cvtmin:
+                cl.vtadj += cvtmin - vt
+                vt = cvtmin
+            cl.vt = vt
             if go_passive:
-                if cl.vt > parent.cvtoff:
-                    parent.cvtoff = cl.vt
-                parent.act.pop(cl, None)
-                self._update_cfmin(parent)
-                cl = parent
-                continue
-            if cl.usc is not None:
-                cl.myf = cl.ulimit.y2x(cl.total)
-            f = cl.myf if cl.myf > cl.cfmin else cl.cfmin
-            if f != cl.f:
-                cl.f = f
-                self._update_cfmin(parent)
+                if vt > parent.cvtoff:
+                    parent.cvtoff = vt
+                del parent.act[cl]
+                _update_cfmin(parent)
+            else:
+                if cl.usc is not None:
+                    cl.myf = cl.ulimit.y2x(cl.total)
+                f = cl.myf if cl.myf > cl.cfmin else cl.cfmin
+                if f != cl.f:
+                    cl.f = f
+                    _update_cfmin(parent)
             cl = parent
+            parent = cl.parent
 
     def _get_minvt(self, now: float) -> HfscClass | None:
         cl = self.root
