@@ -9,8 +9,9 @@ to simulated metric means and standard errors; :class:`SimulationModel` wraps
 
 The objective is the weighted sum of squared standardised errors
 ``sum((sim_i - y_i) / sigma_i)**2``, minimised with ``scipy.optimize.minimize``
-(``least_squares``: trust-region Gauss-Newton; or bounded Nelder-Mead) over each
-parameter's bounds, searched on a
+(bounded Nelder-Mead by default: derivative-free, so robust to the small steps
+that remain in a simulated metric; or ``least_squares``, trust-region Gauss-Newton,
+fewer evaluations when the metrics are smooth) over each parameter's bounds, searched on a
 log scale for positive ranges.  Every evaluation uses the **same seed** (common
 random numbers), so two nearby parameter values see the same random draws and
 the objective is nearly smooth instead of jumping with the sampling noise.
@@ -255,7 +256,7 @@ def _residuals(model_out: dict, targets: list[Target], *, with_sim_se: bool) -> 
 
 
 def calibrate(model: Model, params: list[Param], targets: list[Target], *, x0: dict | None = None,
-              method: str = "least_squares", max_evals: int = 200, fd_step: float = 0.03,
+              method: str = "Nelder-Mead", max_evals: int = 200, fd_step: float = 0.03,
               bootstrap: int = 0, seed: int = 0) -> CalibrationResult:
     """Minimise the weighted squared error between ``model`` and ``targets`` over ``params``."""
     if not params:

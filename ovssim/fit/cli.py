@@ -219,8 +219,9 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
 @click.option("--reps", default=4, show_default=True, help="replications per evaluation")
 @click.option("--seed", default=12345, show_default=True, help="the common random-number seed")
 @click.option("--max-evals", default=150, show_default=True)
-@click.option("--method", type=click.Choice(["least_squares", "Nelder-Mead"]), default="least_squares",
-              show_default=True, help="optimiser (scipy.optimize)")
+@click.option("--method", type=click.Choice(["Nelder-Mead", "least_squares"]), default="Nelder-Mead",
+              show_default=True, help="optimiser (scipy.optimize); least_squares needs fewer simulations "
+              "when the metrics are smooth in the parameters, Nelder-Mead is robust when they are not")
 @click.option("--bootstrap", default=0, show_default=True,
               help="bootstrap re-fits over measured runs (needs per-run data); 0 = Jacobian uncertainty")
 @click.option("--rel-sigma", default=0.01, show_default=True,

@@ -142,7 +142,8 @@ def test_calibration_recovers_simulated_parameters():
     params = [Param.parse("vif.kvm-tap.backend_delay:scale=5us..80us"),
               Param.parse("vif.kvm-tap.backend_delay:s=0.1..1.2")]
     model = SimulationModel(_ping_scenario(), params, reps=4, seed=1)   # other seed than the "measurement"
-    res = calibrate(model, params, targets, max_evals=120)
+    # ping RTT statistics are smooth in these parameters: Gauss-Newton needs ~25 simulations
+    res = calibrate(model, params, targets, method="least_squares", max_evals=80)
     assert not res.at_bound
     for lab, v in truth.items():
         assert abs(res.values[lab] - v) <= 3 * res.std[lab], (lab, res.values[lab], res.std[lab])
