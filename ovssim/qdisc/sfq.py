@@ -38,7 +38,7 @@ class Sfq(Qdisc):
               "divisor": classify.whole, "flows": classify.whole, "depth": classify.whole,
               "headdrop": classify.flag, "seed": classify.whole}
 
-    def __init__(self, limit: int = defaults.SFQ_LIMIT, quantum: int | None = None,
+    def __init__(self, limit: int | None = None, quantum: int | None = None,
                  perturb: float = defaults.SFQ_PERTURB, divisor: int = defaults.SFQ_DEFAULT_DIVISOR,
                  flows: int = defaults.SFQ_DEFAULT_FLOWS, depth: int = defaults.SFQ_MAX_DEPTH,
                  headdrop: bool = False, seed: int = 0, name: str | None = None):
@@ -51,14 +51,15 @@ class Sfq(Qdisc):
             "qdisc.flows", "use e.g. flows = 128")
         chk(1 <= depth <= defaults.SFQ_MAX_DEPTH, f"sfq depth must be 1..{defaults.SFQ_MAX_DEPTH}, got {depth}",
             "qdisc.depth", "per-flow depth is at most 127 packets")
-        chk(limit >= 1, f"sfq limit must be >= 1 packet, got {limit}", "qdisc.limit", "use e.g. limit = 127")
+        chk(limit is None or limit >= 1, f"sfq limit must be >= 1 packet, got {limit}", "qdisc.limit",
+            "use e.g. limit = 127")
         chk(quantum is None or quantum >= 1, f"sfq quantum must be >= 1 byte, got {quantum}",
             "qdisc.quantum", "leave it out to use one MTU (1514 bytes)")
         chk(perturb >= 0, f"sfq perturb must be >= 0 s, got {perturb}", "qdisc.perturb", "0 disables re-hashing")
-        # sfq_change: limit is capped by depth * flows
-        self.limit = min(limit, depth * flows)
+        # sfq_change: a given limit is capped by depth * flows and caps the flows in turn
+        self.limit = defaults.SFQ_LIMIT if limit is None else min(limit, depth * flows)
         self.depth = depth
-        self.maxflows = min(flows, divisor)
+        self.maxflows = min(flows, divisor) if limit is None else min(flows, divisor, self.limit)
         self.divisor = divisor
         self._quantum_given = quantum
         self.quantum = quantum if quantum is not None else defaults.PSCHED_MTU
