@@ -7,8 +7,8 @@ What it models (net/ipv4/tcp_input.c: ``tcp_data_queue``, ``__tcp_ack_snd_check`
   read as fast as data arrives); out-of-order data waits in an interval set.
 * Delayed ACKs: an ACK goes out at once when more than one full segment has
   arrived since the last ACK (so every second full segment), in quick-ACK
-  mode (the first ``MAX_QUICKACKS`` segments of a connection and after
-  out-of-order data), for out-of-order or duplicate data, and when data
+  mode (the first ``MAX_QUICKACKS`` segments of a connection and after a
+  duplicate segment), for out-of-order or duplicate data, and when data
   fills a hole; otherwise a timer of ``delack`` (Linux's TCP_DELACK_MIN,
   40 ms) sends it.  Data the local application sends in the meantime
   carries the ACK (piggybacking) and cancels the timer.
@@ -108,17 +108,21 @@ class TcpReceiver:
                 immediate = True
             self._deliver(rcv_nxt, now)
         elif end <= rcv_nxt:
+            # a retransmission of data already here: quick-ACK mode and an ACK now
+            # (tcp_data_queue -> tcp_enter_quickack_mode, tcp_send_dupack)
             self.dup_segments += 1
-            self.send_ack(now)          # tcp_send_dupack
+            self.quick = self.max_quickacks
+            self.send_ack(now)
             return
         elif seq < rcv_nxt:
             # partly new: keep the new part
             self._deliver(end if not self.ofo else self._drain_ofo(end), now)
             immediate = True
         else:
+            # out of order: queued, and ACKed at once while the queue is not empty
+            # (tcp_data_queue_ofo schedules the ACK, __tcp_ack_snd_check sends it now)
             self._add_ofo(seq, end)
             self.ofo_segments += 1
-            self.quick = self.max_quickacks
             self.send_ack(now)
             return
         if self.rcv_wup == self.rcv_nxt and not self.ack_pending:
