@@ -114,7 +114,7 @@ def test_targets_from_seed_table_and_tidy_runs():
 def _ping_scenario():
     """Two KVM guests on two hosts, OVS bridges, 100 Mbit/s switch (seed 000 Fig. 10), ping every 2 ms."""
     return {
-        "scenario": {"name": "calib-ping", "duration": "1s", "reps": 4, "seed": 1, "profile": "default"},
+        "scenario": {"name": "calib-ping", "duration": "0.6s", "reps": 4, "seed": 1, "profile": "default"},
         "host": [{"name": "h1", "cores": 4}, {"name": "h2", "cores": 4}],
         "bridge": [{"name": "br0", "host": "h1", "kind": "ovs", "uplink": "eth0"},
                    {"name": "br1", "host": "h2", "kind": "ovs", "uplink": "eth1"}],
