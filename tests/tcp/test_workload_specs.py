@@ -97,3 +97,17 @@ def test_small_writes_cost_more_cpu(make_path):
         busy[m] = p.a.cpu.busy[0]
         assert busy[m] == pytest.approx(segs * 2e-6 * 1448 / m, rel=0.02)
     assert busy[256] > 50 * busy[16384]
+
+
+def test_registry_builds_the_tcp_tools():
+    from ovssim.workloads.registry import make_workload
+    w = make_workload({"name": "s", "tool": "netperf", "test": "TCP_STREAM", "from": "vm1", "to": "vm2",
+                       "l": "10s", "s": "32k", "S": "32k", "m": "256b"})
+    assert isinstance(w, NetperfTcpStream) and w.name == "s" and w.message == 256
+    w = make_workload({"name": "r", "tool": "netperf", "test": "TCP_RR", "r": "1,1"})
+    assert isinstance(w, NetperfTcpRR)
+    w = make_workload({"name": "i", "tool": "iperf", "proto": "tcp", "P": 10, "w": "256k", "t": "10s",
+                       "C": "cubic"})
+    assert isinstance(w, IperfTcp) and w.parallel == 10
+    with pytest.raises(ConfigError, match="Q"):
+        make_workload({"tool": "iperf", "proto": "tcp", "Q": 1})
