@@ -94,3 +94,18 @@ def test_large_data_subsampled_fit_is_still_accurate():
     res = fit_samples(x, families=["gamma"], max_fit_n=50_000)
     assert res.n == 300_000
     assert abs(res.get("gamma").spec["a"] - 2.0) < 0.15
+
+
+def test_fit_is_scale_equivariant_and_order_invariant():
+    """MLE for location-scale families: data x1000 gives the same shapes, x1000 locations/scales."""
+    x = _draw(stats.gamma(2.2, loc=4 * US, scale=6 * US), 21)
+    a = fit_samples(x, families=["gamma", "lognorm"])
+    b = fit_samples(x * 1000, families=["gamma", "lognorm"])
+    c = fit_samples(np.random.default_rng(0).permutation(x), families=["gamma", "lognorm"])
+    for fam in ("gamma", "lognorm"):
+        sa, sb = a.get(fam).spec, b.get(fam).spec
+        assert (sa["unit"], sb["unit"]) == ("us", "ms")
+        for k in sa:
+            if k not in ("dist", "unit"):
+                assert sb[k] == pytest.approx(sa[k], rel=2e-3, abs=1e-3), (fam, k)
+        assert c.get(fam).spec == sa
