@@ -41,6 +41,7 @@ class PfifoFast(Qdisc):
         self.priomap = tuple(priomap)
         self.shared_limit = shared_limit
         self.bands = tuple(deque() for _ in range(defaults.PFIFO_FAST_BANDS))
+        self._band_of = tuple(self.bands[b] for b in self.priomap)    # skb->priority & 15 -> band
 
     def attach(self, dev: Device) -> None:
         super().attach(dev)
@@ -50,7 +51,7 @@ class PfifoFast(Qdisc):
     def enqueue(self, pkt, now: float) -> bool:
         st = self.stats
         st.arrivals += 1
-        band = self.bands[self.priomap[pkt.priority & 15]]
+        band = self._band_of[pkt.priority & 15]
         if (st.qlen if self.shared_limit else len(band)) >= self.limit:
             self.drop(pkt, now, "limit")
             return False
@@ -61,16 +62,16 @@ class PfifoFast(Qdisc):
         return True
 
     def dequeue(self, now: float):
-        for band in self.bands:
-            if band:
-                pkt = band.popleft()
-                st = self.stats
-                st.qlen -= 1
-                st.backlog -= pkt.size
-                st.packets += 1
-                st.bytes += pkt.size
-                return pkt
-        return None
+        st = self.stats
+        if not st.qlen:
+            return None
+        b0, b1, b2 = self.bands
+        pkt = (b0 or b1 or b2).popleft()           # the lowest non-empty band
+        st.qlen -= 1
+        st.backlog -= pkt.size
+        st.packets += 1
+        st.bytes += pkt.size
+        return pkt
 
     def peek(self, now: float = 0.0):
         for band in self.bands:
