@@ -29,13 +29,21 @@ def _thin(x_sorted: np.ndarray) -> np.ndarray:
     return x_sorted[np.linspace(0, x_sorted.size - 1, _MAX_POINTS).astype(int)]
 
 
-def plot_ecdf(x_seconds, fit: SampleFit, path: str | Path, *, title: str = "") -> Path:
-    """ECDF of the data with every fitted family's CDF overlaid; the chosen one bold."""
+def plot_ecdf(x_seconds, fit: SampleFit, path: str | Path, *, title: str = "",
+              logx: bool | None = None) -> Path:
+    """ECDF of the data with every fitted family's CDF overlaid; the chosen one bold.
+
+    ``logx`` (default: when the tail reaches 8x the median, as with upcalls)
+    draws the delay axis on a log scale.
+    """
     unit = fit.unit
     f = _UNITS[unit]
     xs = np.sort(np.asarray(x_seconds, float))
     e = ecdf(xs)
-    grid = np.linspace(xs[0], np.quantile(xs, 0.999), 600)
+    top = np.quantile(xs, 0.999)
+    if logx is None:
+        logx = top > 8 * np.median(xs) and xs[0] > 0
+    grid = np.geomspace(xs[0], xs[-1], 600) if logx else np.linspace(xs[0], top, 600)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     pts = _thin(xs)
     ax.step(pts / f, e(pts), where="post", color="black", lw=1.6, label=f"ECDF (n={xs.size})")
@@ -48,6 +56,8 @@ def plot_ecdf(x_seconds, fit: SampleFit, path: str | Path, *, title: str = "") -
             label += f"  KS={fam.ks:.3f}"
         ax.plot(grid / f, fam.cdf(grid), lw=2.2 if bold else 1.0, ls="-" if bold else "--",
                 label=label + ("  (chosen)" if bold else ""))
+    if logx:
+        ax.set_xscale("log")
     ax.set_xlabel(f"delay [{unit}]")
     ax.set_ylabel("cumulative probability")
     ax.set_ylim(0, 1.01)
