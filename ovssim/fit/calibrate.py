@@ -446,3 +446,55 @@ def targets_from_table(df: pd.DataFrame, mapping: list[tuple[str, str, str]], *,
             out.append(Target(wl, metric, value, sigma, to_sim_unit(1.0, unit)[1], runs,
                               f"{measured}: {how} ({runs.size} runs)"))
     return out
+
+
+_SAMPLE_STATS = {"mean": np.mean, "median": np.median, "p50": np.median, "std": lambda v: np.std(v, ddof=1),
+                 "min": np.min, "max": np.max}
+
+
+def _sample_stat(name: str):
+    if name in _SAMPLE_STATS:
+        return _SAMPLE_STATS[name]
+    m = re.fullmatch(r"p(\d+(?:\.\d+)?)", name)
+    if m:
+        q = float(m.group(1)) / 100.0
+        return lambda v: np.quantile(v, q)
+    raise ConfigError(f"unknown sample statistic {name!r}", key="--target",
+                      fix="use mean, median, std, min, max or pNN (e.g. p99)")
+
+
+def targets_from_samples(samples: pd.DataFrame, mapping: list[tuple[str, str, str]], *,
+                         rel_sigma: float = 0.01, file: str = "") -> list[Target]:
+    """Targets computed from raw per-packet samples, one statistic per run.
+
+    ``mapping`` entries look like ``("samples:rtt:p99", "ping", "rtt_p99")``: the
+    statistic (``mean``, ``median``, ``std``, ``min``, ``max``, ``pNN``) of series
+    ``rtt`` in each run; the target is their mean over runs, sigma their standard
+    error, and the per-run values feed the bootstrap.
+    """
+    out = []
+    for measured, wl, metric in mapping:
+        parts = measured.split(":")
+        if len(parts) != 3 or parts[0] != "samples":
+            raise ConfigError(f"cannot read sample target {measured!r}", key="--target",
+                              fix="write samples:SERIES:STAT=WORKLOAD:METRIC, e.g. samples:rtt:p99=ping:rtt_p99")
+        _, series, stat = parts
+        fn = _sample_stat(stat)
+        rows = samples[samples["series"].astype(str) == series] if "series" in samples.columns else samples
+        if rows.empty:
+            raise DataError(f"{file}: no samples of series {series!r} in the selection -- fix: check "
+                            "--where and the series name (data/README.md)")
+        unit = rows["unit"].iloc[0] if "unit" in rows.columns else None
+        per_run = []
+        for _, grp in rows.groupby("run_id" if "run_id" in rows.columns else (lambda _i: 0)):
+            v = pd.to_numeric(grp["value"], errors="coerce").to_numpy(float)
+            v = v[np.isfinite(v)]
+            if v.size:
+                per_run.append(to_sim_unit(float(fn(v)), unit)[0])
+        runs = np.asarray(per_run)
+        value = float(runs.mean())
+        sigma, how = target_sigma(value, std=float(runs.std(ddof=1)) if runs.size > 1 else None,
+                                  n=runs.size, rel_sigma=rel_sigma)
+        out.append(Target(wl, metric, value, sigma, to_sim_unit(1.0, unit)[1], runs,
+                          f"{measured}: {how} ({runs.size} runs)"))
+    return out

@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 
 console = Console() if sys.stdout.isatty() else Console(width=150)
 
@@ -214,7 +214,8 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
 @click.option("--params", "-p", "param_specs", multiple=True, required=True,
               help="NAME[:FIELD]=LO..HI to calibrate (repeatable), e.g. vif.kvm-tap.backend_delay:scale=5us..100us")
 @click.option("--target", "-t", "target_specs", multiple=True, required=True,
-              help="MEASURED=WORKLOAD:METRIC (repeatable), e.g. rtt=ping:rtt_mean")
+              help="MEASURED=WORKLOAD:METRIC (repeatable), e.g. rtt=ping:rtt_mean; from a campaign's "
+              "raw samples: samples:SERIES:STAT=WORKLOAD:METRIC, e.g. samples:rtt:p99=ping:rtt_p99")
 @click.option("--where", "where", multiple=True, help="KEY=VALUE row filter selecting one configuration")
 @click.option("--reps", default=4, show_default=True, help="replications per evaluation")
 @click.option("--seed", default=12345, show_default=True, help="the common random-number seed")
@@ -231,14 +232,32 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
 def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, max_evals, method, bootstrap,
              rel_sigma, out, name):
     """Calibrate model parameters so simulated metrics match measured runs (simulation-based)."""
-    from .calibrate import Param, SimulationModel, calibrate, overrides_for, parse_mapping, targets_from_table
+    from .calibrate import (Param, SimulationModel, calibrate, overrides_for, parse_mapping,
+                            targets_from_samples, targets_from_table)
     from .profile_writer import build_profile, data_entry, write_profile
-    from .samples import apply_where, read_table
+    from .samples import apply_where, read_campaign_samples, read_table
     p = Path(data)
-    df = read_table(p / "results.csv" if p.is_dir() else p)
-    df = apply_where(df, _kv(where, "--where"), file=str(data))
-    targets = targets_from_table(df, [parse_mapping(t) for t in target_specs], rel_sigma=rel_sigma,
-                                 file=str(data))
+    sel = _kv(where, "--where")
+    mapping = [parse_mapping(t) for t in target_specs]
+    from_samples = [m for m in mapping if m[0].startswith("samples:")]
+    from_table = [m for m in mapping if not m[0].startswith("samples:")]
+    targets = []
+    if from_table:
+        if p.is_dir():
+            df = read_table(p / "results.csv") if (p / "results.csv").exists() else None
+            if df is None:
+                raise DataError(f"{p}: no results.csv yet -- fix: let the campaign finish "
+                                "(the collector rebuilds it at the end of a session)")
+        else:
+            df = read_table(p)
+        df = apply_where(df, sel, file=str(data))
+        targets += targets_from_table(df, from_table, rel_sigma=rel_sigma, file=str(data))
+    if from_samples:
+        if not p.is_dir():
+            raise ConfigError("samples:... targets need a collector campaign directory as DATA",
+                              fix="point DATA at e.g. data/local/local-bridges")
+        targets += targets_from_samples(apply_where(read_campaign_samples(p), sel, file=str(data)),
+                                        from_samples, rel_sigma=rel_sigma, file=str(data))
     params = [Param.parse(s) for s in param_specs]
     model = SimulationModel(scenario_path, params, reps=reps, seed=seed)
     with console.status(f"calibrating {len(params)} parameter(s) against {len(targets)} target(s)"):
@@ -272,7 +291,7 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
               "uncertainty_method": res.uncertainty_method}
     scen_entry = data_entry(scenario_path)
     doc = build_profile(name=name or model.scenario.name, params=overrides, command=_command_line(),
-                        data_files=[p / "results.csv" if p.is_dir() else p],
+                        data_files=[p],
                         extra_data=[dict(scen_entry, role="scenario")],
                         method=f"simulation-based calibration: scipy.optimize {res.method} on a log/linear unit cube, "
                                f"{reps} replications per evaluation with common random numbers (seed {seed})",

@@ -149,3 +149,25 @@ def test_calibration_recovers_simulated_parameters():
         assert abs(res.values[lab] - v) <= 3 * res.std[lab], (lab, res.values[lab], res.std[lab])
         assert res.std[lab] < 0.25 * v         # and the data did pin it down
     assert all(abs(z) < 1 for z in res.fit_table()["z"])
+
+
+def test_targets_from_raw_samples_one_statistic_per_run():
+    from ovssim.fit.calibrate import targets_from_samples
+    rng = np.random.default_rng(2)
+    rows = []
+    p99 = []
+    for run in range(5):
+        v = rng.lognormal(np.log(300e-6), 0.3, 400)        # seconds, as the collector stores them
+        p99.append(np.quantile(v, 0.99) * 1e3)
+        rows.append(pd.DataFrame({"run_id": f"r{run}", "series": "rtt", "index": range(400), "value": v,
+                                  "unit": "s"}))
+    rows.append(pd.DataFrame({"run_id": "r0", "series": "seq", "index": [0], "value": [1.0], "unit": "count"}))
+    df = pd.concat(rows)
+    (t,) = targets_from_samples(df, [parse_mapping("samples:rtt:p99=ping:rtt_p99")])
+    assert t.unit == "ms" and t.runs.size == 5
+    assert t.value == pytest.approx(np.mean(p99))
+    assert t.sigma == pytest.approx(np.std(p99, ddof=1) / math.sqrt(5))
+    with pytest.raises(ConfigError, match="statistic"):
+        targets_from_samples(df, [parse_mapping("samples:rtt:q3=ping:rtt_p99")])
+    with pytest.raises(DataError, match="series"):
+        targets_from_samples(df, [parse_mapping("samples:owd:mean=ping:rtt_mean")])

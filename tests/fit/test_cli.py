@@ -113,3 +113,32 @@ def _arrays_of_tables(sc):
                         v = f'"{v}"'
                     out.append(f"{k} = {v}")
     return "\n".join(out) + "\n"
+
+
+def test_runs_calibrates_against_a_collector_campaign(workdir):
+    """Per-run values from results.csv and a statistic of the raw samples, both as targets."""
+    from .test_calibrate import _ping_scenario
+    from ovssim.fit.profile_writer import dumps_toml
+    sc = _ping_scenario()
+    sc["scenario"]["duration"] = "0.3s"
+    sc["workload"][0]["i"] = "0.01s"
+    (workdir / "s.toml").write_text(dumps_toml({k: v for k, v in sc.items() if isinstance(v, dict)})
+                                    + _arrays_of_tables(sc))
+    camp = workdir / "camp"
+    (camp / "samples").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    res = []
+    for r in range(4):
+        rtt = rng.normal(300e-6, 20e-6, 30)
+        pd.DataFrame({"run_id": f"c-r{r}", "series": "rtt", "index": range(30), "value": rtt, "unit": "s"}
+                     ).to_csv(camp / "samples" / f"c-r{r}.csv.gz", index=False)
+        res.append({"run_id": f"c-r{r}", "bridge": "ovs", "workload": "ping", "metric": "rtt_mean",
+                    "value": rtt.mean(), "unit": "s"})
+    pd.DataFrame(res).to_csv(camp / "results.csv", index=False)
+    assert main(["fit", "runs", "camp", "--scenario", "s.toml", "--where", "bridge=ovs",
+                 "-p", "vif.kvm-tap.backend_delay:scale=1us..60us", "-t", "rtt_mean=ping:rtt_mean",
+                 "-t", "samples:rtt:p90=ping:rtt_p99", "--reps", "2", "--max-evals", "8", "--name", "camp"]) == 0
+    doc = tomllib.loads((workdir / "calibration" / "camp.toml").read_text())
+    assert set(doc["fit"]["targets"]) == {"ping:rtt_mean", "ping:rtt_p99"}
+    assert doc["provenance"]["data"][0]["kind"] == "directory"
+    assert "4 runs" in doc["fit"]["target_sigma"]["ping:rtt_p99"]
