@@ -3,7 +3,7 @@
 Layout of a campaign directory (documented in data/README.md)::
 
     runs.jsonl        the journal: one JSON object per finished run, appended atomically
-    results.csv       the tidy table: one row per run and metric (rebuilt from the journal)
+    results.csv.gz    the tidy table: one row per run and metric (rebuilt from the journal)
     results.parquet   the same, when pyarrow is installed
     samples/RUN.csv.gz raw per-packet / per-interval samples of each run
     metadata.json     machine, tool versions, qdisc availability, campaign hash, times
@@ -29,7 +29,7 @@ import pandas as pd
 from ..errors import DataError
 
 JOURNAL = "runs.jsonl"
-RESULTS = "results.csv"
+RESULTS = "results.csv.gz"
 # columns describing a run (one value per run), then metric, value, unit
 RUN_COLUMNS = ["campaign", "run_id", "config_id", "rep", "order", "status", "bridge", "chain",
                "link", "datapath", "vm_tx_offload", "qdisc", "qdisc_kind", "qdisc_rate",
@@ -93,9 +93,10 @@ class CampaignStore:
 
     # -- tidy table ---------------------------------------------------------------------
     def rebuild_table(self) -> pd.DataFrame:
-        """Write results.csv (and results.parquet when pyarrow is present) from the journal."""
+        """Write results.csv.gz (and results.parquet when pyarrow is present) from the journal."""
         df = records_to_frame(self.records())
-        atomic_write_text(self.dir / RESULTS, df.to_csv(index=False))
+        _atomic_write_bytes(self.dir / RESULTS, gzip.compress(df.to_csv(index=False).encode(),
+                                                               mtime=0))
         try:
             import pyarrow  # noqa: F401
         except ImportError:

@@ -175,7 +175,7 @@ def test_journal_survives_a_torn_last_line_and_table_has_one_row_per_metric(tmp_
     assert [r["run_id"] for r in st.records()] == ["cfg0-r001", "cfg1-r001", "cfg2-r001"]
     df = st.rebuild_table()
     assert len(df) == 6 and set(df["metric"]) == {"a", "b"}
-    assert pd.read_csv(st.dir / "results.csv").shape[0] == 6
+    assert pd.read_csv(st.dir / "results.csv.gz").shape[0] == 6
     s = load_samples(st.dir, "rtt")
     assert len(s) == 6 and set(s["run_id"]) == {"cfg0-r001", "cfg1-r001", "cfg2-r001"}
 
@@ -290,3 +290,17 @@ server_ip = "192.0.2.2"
 """
     with pytest.raises(ConfigError, match="qdisc"):
         cp.load_campaign(write(tmp_path, text))
+
+
+def test_headline_tables_are_medians_over_repetitions(tmp_path):
+    from ovssim.collect.summary import headline_tables
+    st = CampaignStore(tmp_path / "c")
+    st.create()
+    for rep, v in enumerate([1e8, 3e8, 2e8], start=1):
+        st.append({"campaign": "t", "run_id": f"a-r{rep:03d}", "config_id": "a", "rep": rep,
+                   "status": "ok", "bridge": "ovs", "chain": 1, "link": "-", "qdisc": "none",
+                   "workload": "tcp", "metrics": {"throughput": [v, "bit/s"]}})
+    tables = dict(headline_tables(st.dir))
+    t = tables["TCP throughput, iperf3 cubic (Mbit/s)"]
+    assert t["median"].iloc[0] == 200.0 and t["n"].iloc[0] == 3
+    assert tables["runs by status"].loc["ok", "runs"] == 3

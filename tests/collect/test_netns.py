@@ -77,7 +77,7 @@ def test_ci_campaign_is_physically_sane_and_restores_state(tmp_path):
     assert ours(prefix) == []
     assert summary["failed"] == 0 and summary["skipped"] == 1 and summary["ok"] == summary["total"] - 1
 
-    df = pd.read_csv(tmp_path / "ci" / "results.csv")
+    df = pd.read_csv(tmp_path / "ci" / "results.csv.gz")
     skipped = df[df.status == "skipped"]
     assert set(skipped.qdisc_kind) == {"fq_codel"}
     recs = [json.loads(l) for l in (tmp_path / "ci" / "runs.jsonl").read_text().splitlines()]

@@ -1,0 +1,60 @@
+"""Headline tables of a collected campaign (medians and quartiles over repetitions).
+
+``python -m ovssim.collect.summary data/local/local-bridges`` prints them; the
+bundled dataset's SUMMARY.txt is this output.
+"""
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+
+from .store import load_results
+
+KEYS = ["bridge", "chain", "link", "qdisc", "workload"]
+TABLES = [
+    ("TCP throughput, iperf3 cubic (Mbit/s)", "throughput", ["tcp"], 1e-6, 1),
+    ("TCP goodput / shaper rate (best possible 1448/1514 = 0.956)", "throughput_over_qdisc_rate",
+     None, 1.0, 3),
+    ("UDP 40 Mbit/s loss (%)", "loss", ["udp40"], 100.0, 2),
+    ("UDP 40 Mbit/s: AF_PACKET receive-socket drops on vif1 (OVS, packets)",
+     "afpacket_vif1_drops", ["udp40"], 1.0, 0),
+    ("UDP jitter (us): iperf3 at 40 Mbit/s, iperf 2 at 20 Mbit/s", "jitter",
+     ["udp40", "jitter_iperf2"], 1e6, 1),
+    ("qperf tcp_lat round trip (us)", "tcp_rr_rtt", None, 1e6, 1),
+    ("ping after a flow purge: first packet RTT (us)", "rtt_first", None, 1e6, 0),
+    ("ping after a flow purge: median RTT of packets 2..100 (us)", "rtt_rest_median", None, 1e6, 0),
+    ("sockperf ping-pong half-RTT p50 (us)", "half_rtt_p50", None, 1e6, 1),
+    ("sockperf ping-pong half-RTT p99 (us)", "half_rtt_p99", None, 1e6, 1),
+    ("CPU busy during the run (both cores, share)", "cpu_busy", ["tcp"], 1.0, 2),
+]
+
+
+def headline_tables(campaign_dir) -> list[tuple[str, pd.DataFrame]]:
+    df = load_results(campaign_dir)
+    ok = df[df["status"] == "ok"]
+    out = []
+    for title, metric, workloads, scale, digits in TABLES:
+        s = ok[ok["metric"] == metric]
+        if workloads is not None:
+            s = s[s["workload"].isin(workloads)]
+        if s.empty:
+            continue
+        g = s.groupby(KEYS)["value"]
+        t = pd.DataFrame({"median": g.median() * scale, "q25": g.quantile(0.25) * scale,
+                          "q75": g.quantile(0.75) * scale, "n": g.count()})
+        out.append((title, t.round(digits)))
+    runs = df.drop_duplicates("run_id").groupby("status").size().rename("runs").to_frame()
+    out.append(("runs by status", runs))
+    return out
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    pd.set_option("display.width", 200)
+    for title, t in headline_tables(argv[0]):
+        print(f"## {title}\n{t.to_string()}\n")
+
+
+if __name__ == "__main__":
+    main()
