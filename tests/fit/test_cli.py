@@ -142,3 +142,23 @@ def test_runs_calibrates_against_a_collector_campaign(workdir):
     assert set(doc["fit"]["targets"]) == {"ping:rtt_mean", "ping:rtt_p99"}
     assert doc["provenance"]["data"][0]["kind"] == "directory"
     assert "4 runs" in doc["fit"]["target_sigma"]["ping:rtt_p99"]
+
+
+def test_choose_empirical_and_export_errors(workdir, capsys):
+    _samples(workdir / "e.csv", n=5000)
+    assert main(["fit", "samples", "e.csv", "--families", "empirical,lognorm", "--choose", "empirical",
+                 "--smooth", "--param", "ovs.upcall", "--ecdf", "tables"]) == 0
+    doc = tomllib.loads((workdir / "calibration" / "e.toml").read_text())
+    spec = doc["params"]["ovs.upcall"]
+    assert spec["dist"] == "empirical" and spec["smooth"] is True and spec["probs"][-1] == 1.0
+    eq1 = pd.read_csv(workdir / "tables" / "e_ecdf.csv")
+    assert eq1["count"].sum() == 5000 and eq1["ecdf"].iloc[-1] == pytest.approx(1.0)
+    capsys.readouterr()
+    assert main(["fit", "export", "calibration/e.toml", "-f", "omnetpp"]) == 2
+    assert "table" in capsys.readouterr().err
+    two = workdir / "two.toml"
+    two.write_text('[params]\na = { dist = "expon", scale = "1us" }\nb = { dist = "expon", scale = "2us" }\n')
+    assert main(["fit", "export", str(two)]) == 2
+    assert "--param" in capsys.readouterr().err
+    assert main(["fit", "export", str(two), "--param", "b", "-f", "omnetpp"]) == 0
+    assert capsys.readouterr().out.strip() == "exponential(2us)"
