@@ -233,10 +233,10 @@ over 10 s; RTT is every sample the sender's estimator took (ns-3: the `RTT`
 trace).  Wall times come from a shared 2-core machine and are indicative only
 (see benchmarks/bench_tcp.py for the speed figures).
 
-Where they differ: the low end of the FIFO RTT distribution (p10) -- the time
-before the queue first fills, which depends on where slow start ends (HyStart's
-exit point) and on how far each recovery drains the queue; and the FQ-CoDel p99,
-which in ns-3 includes the slow-start overshoot before CoDel reacts."""
+Where they differ (not yet investigated): the low end of the FIFO RTT
+distribution (p10), i.e. the time before the standing queue builds -- likely
+where slow start ends (HyStart) and how far each recovery drains the queue --
+and the FQ-CoDel p99, where ns-3's tail is longer."""
 
 
 def main(argv=None) -> int:
