@@ -27,13 +27,14 @@ from pathlib import Path
 
 from . import units
 from .errors import ConfigError, OvssimError
+from .path.datapath import QueueRule
 from .path.vif import VIF_KINDS
 
 SECTIONS = {"scenario", "params", "host", "bridge", "vm", "nic", "switch", "workload"}
 KEYS = {
     "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every"},
     "host": {"name", "cores"},
-    "bridge": {"name", "host", "kind", "chain", "link", "uplink"},
+    "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows"},
     "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc"},
     "nic": {"name", "host", "rate", "qdisc", "switch", "prop_delay", "vlan", "trunks", "mtu", "txqueuelen"},
     "switch": {"name", "latency", "buffer"},
@@ -222,6 +223,20 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
                        'use link = "veth" to chain Linux bridges')
         for i in range(chain):
             members[n if i == 0 else f"{n}-{i + 1}"] = n
+        flows = b.setdefault("flows", [])
+        if flows and kind != "ovs":
+            raise _err(file, f"bridge.{n}.flows", "OpenFlow rules need an OVS bridge", 'use kind = "ovs"')
+        if not isinstance(flows, list):
+            raise _err(file, f"bridge.{n}.flows", "flows must be a list of tables",
+                       'write flows = [{ match = { dport = 5001 }, set_queue = 1 }]')
+        for i, fl in enumerate(flows):
+            if not isinstance(fl, dict) or set(fl) - {"match", "set_queue"} or "set_queue" not in fl:
+                raise _err(file, f"bridge.{n}.flows[{i}]", "a flow is { match = {...}, set_queue = N }",
+                           'write e.g. { match = { proto = "udp", dport = 5001 }, set_queue = 1 }')
+            try:
+                QueueRule(fl.get("match", {}), fl["set_queue"])
+            except ValueError as exc:
+                raise _err(file, f"bridge.{n}.flows[{i}]", str(exc), "see README 'Scenario files'") from None
     vms = _names(_list(data, "vm", file), "vm", file)
     for n, v in vms.items():
         if v.get("host") not in hosts:

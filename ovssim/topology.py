@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .path.cpu import CpuPool
-from .path.datapath import OvsDatapath
+from .path.datapath import OvsDatapath, QueueRule
 from .path.endpoint import Endpoint
 from .path.linux_bridge import LinuxBridge
 from .path.links import PatchPort, VethLink
@@ -87,7 +87,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  masks=profile.int("ovs.masks"), handlers=handlers,
                                  upcall_queue=profile.int("ovs.upcall_queue"),
                                  max_idle=profile.time("ovs.max_idle"),
-                                 flow_limit=profile.int("ovs.flow_limit"))
+                                 flow_limit=profile.int("ovs.flow_limit"),
+                                 rules=[QueueRule(f.get("match", {}), f["set_queue"]) for f in b["flows"]])
             else:
                 br = LinuxBridge(env, name, cpu, forward=profile.sampler("linux_bridge.forward",
                                                                          rng(f"{name}.forward")))

@@ -22,6 +22,12 @@ which runs the slow path (classifier lookup, MAC learning, flow setup); the
 flow is installed and the packet executed.  Packets of the same flow that
 arrive before the install also miss, as in OVS.
 
+OpenFlow rules with ``set_queue:N`` (``rules``: a list of :class:`QueueRule`)
+are resolved by the slow path and cached with the flow: every packet of the
+flow leaves with ``queue_id = N``, which the port's linux-htb / linux-hfsc QoS
+maps to tc class ``1:(N+1)`` (lib/netdev-linux.c); unmatched packets use the
+QoS's default queue 0.
+
 Counters: ``hit``, ``missed``, ``lost``, ``flows`` -- ``ovs-dpctl show``'s.
 """
 from __future__ import annotations
@@ -31,6 +37,29 @@ from collections import OrderedDict
 from ..distributions import Sampler, SumSampler
 from .bridge import Bridge
 from .cpu import CpuPool
+
+class QueueRule:
+    """An OpenFlow rule ``match -> set_queue:N,NORMAL``; match fields: src, dst, sport, dport, proto, tos."""
+
+    FIELDS = ("src", "dst", "sport", "dport", "proto", "tos")
+
+    def __init__(self, match: dict, queue: int):
+        unknown = set(match) - set(self.FIELDS)
+        if unknown:
+            raise ValueError(f"unknown match field(s) {sorted(unknown)}; use {', '.join(self.FIELDS)}")
+        if not isinstance(queue, int) or isinstance(queue, bool) or queue < 0:
+            raise ValueError(f"set_queue needs a queue number >= 0, got {queue!r}")
+        self.match = dict(match)
+        self.queue = queue
+
+    def matches(self, pkt) -> bool:
+        f = pkt.flow
+        for k, v in self.match.items():
+            got = pkt.tos if k == "tos" else getattr(f, k)
+            if got != v:
+                return False
+        return True
+
 
 MAX_IDLE = 10.0          # ofproto: OFPROTO_MAX_IDLE_DEFAULT = 10000 ms
 FLOW_LIMIT = 200_000     # ofproto: OFPROTO_FLOW_LIMIT_DEFAULT
@@ -50,7 +79,7 @@ class OvsDatapath(Bridge):
     def __init__(self, env, name: str, cpu: CpuPool, *, stats: Sampler, lookup: Sampler,
                  actions: Sampler, upcall: Sampler, lookup_per_mask: float = 0.0, masks: int = 1,
                  handlers: int = 1, upcall_queue: int = UPCALL_QUEUE, max_idle: float = MAX_IDLE,
-                 flow_limit: int = FLOW_LIMIT, lookahead: bool = True):
+                 flow_limit: int = FLOW_LIMIT, rules: list | None = None, lookahead: bool = True):
         super().__init__(env, name, lookahead=lookahead)
         if handlers < 1 or upcall_queue < 1 or flow_limit < 1 or masks < 1:
             raise ValueError(f"{name}: handlers, upcall_queue, flow_limit and masks must be >= 1")
@@ -62,7 +91,8 @@ class OvsDatapath(Bridge):
         self.max_idle = max_idle
         self.flow_limit = flow_limit
         self.handlers = CpuPool(env, handlers, f"{name}.handlers", backlog_limit=upcall_queue)
-        self.cache: OrderedDict = OrderedDict()    # key -> [installed_at, last_used]
+        self.rules = list(rules or [])
+        self.cache: OrderedDict = OrderedDict()    # key -> [installed_at, last_used, queue]
         self.hit = 0
         self.missed = 0
         self.lost = 0
@@ -83,6 +113,8 @@ class OvsDatapath(Bridge):
             self.hit += 1
             entry[1] = t
             self.cache.move_to_end(key)
+            if entry[2] is not None:
+                pkt.queue_id = entry[2]
             done = self.cpu.serve(t, self._hit_work.next() + mask_cost)
             if done is None:
                 self.cpu_drops += 1
@@ -99,18 +131,21 @@ class OvsDatapath(Bridge):
         if done is None:
             self.lost += 1
             return
+        queue = next((r.queue for r in self.rules if r.matches(pkt)), None)
+        if queue is not None:
+            pkt.queue_id = queue
         if entry is None:
             if len(self.cache) >= self.flow_limit:
                 self.cache.popitem(last=False)
                 self.evicted += 1
-            self.cache[key] = [done, done]
+            self.cache[key] = [done, done, queue]
         self.deliver(port, pkt, vlan, done + self.actions_s.next())
 
     # -- views -------------------------------------------------------------------
     def flows(self, t: float | None = None) -> int:
         """Datapath flows alive at ``t`` (installed and not idle past ``max_idle``)."""
         t = self.env.now if t is None else t
-        return sum(1 for inst, used in self.cache.values() if inst <= t and t - used <= self.max_idle)
+        return sum(1 for inst, used, _q in self.cache.values() if inst <= t and t - used <= self.max_idle)
 
     def counters(self) -> dict:
         c = super().counters()
