@@ -209,7 +209,9 @@ def resolve_metrics(df: pd.DataFrame, requested) -> list[tuple[str, str]]:
     avail = df[df["workload"] != "system"][["workload", "metric"]].drop_duplicates()
     pairs = list(avail.itertuples(index=False, name=None))
     if not requested:
-        return [(w, m) for name in DEFAULT_METRICS for (w, m) in pairs if m == name]
+        out = [(w, m) for name in DEFAULT_METRICS for (w, m) in pairs if m == name]
+        # netperf TCP_RR reports rtt_mean (= 1/transactions, as the thesis) and latency_mean: show one
+        return [(w, m) for (w, m) in out if not (m == "latency_mean" and (w, "rtt_mean") in out)]
     out = []
     for req in requested:
         wl, _, name = req.rpartition(":")
@@ -246,7 +248,7 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
         return Ranking(workload, metric, unit, hib, t, "")
     t = t.sort_values("mean", ascending=not hib, kind="stable").reset_index(drop=True)
     best = t["qdisc"].iloc[0]
-    pvals = []
+    pvals, same = [], []
     for lab in t["qdisc"].iloc[1:]:
         a, b = by[best], by[lab]
         if paired:
@@ -255,6 +257,7 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
             ok = np.isfinite(x) & np.isfinite(y)
             x, y = x[ok], y[ok]
             d = y - x
+            same.append(bool(len(d) and np.all(d == 0)))
             if len(d) < 2:
                 p = float("nan")
             elif np.ptp(d) <= 1e-9 * max(np.abs(x).max(), np.abs(y).max(), 1e-300):
@@ -264,6 +267,7 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
         else:
             x, y = a.to_numpy(), b.to_numpy()
             x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+            same.append(bool(len(x) == len(y) and np.array_equal(np.sort(x), np.sort(y))))
             if len(x) < 2 or len(y) < 2:
                 p = float("nan")
             elif x.std() == 0 and y.std() == 0:
@@ -280,6 +284,7 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
             holm[i] = float(a)
     t["p_holm"] = [np.nan] + holm
     t["significant"] = [False] + [bool(np.isfinite(p) and p < alpha) for p in holm]
+    t["identical"] = [False] + same          # every replication equal to the best's (under CRN: same path)
     ref = t["mean"].iloc[0]
     t["delta_pct"] = (t["mean"] - ref) / abs(ref) * 100.0 if ref else np.nan
     t.insert(0, "rank", range(1, len(t) + 1))
@@ -308,7 +313,8 @@ def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
                     verdict, p, d = "best", "", ""
                 else:
                     p = f"{row.p_holm:.3g}" if np.isfinite(row.p_holm) else "n/a"
-                    verdict = "worse" if row.significant else "no significant difference"
+                    verdict = ("worse" if row.significant else
+                               "identical results" if row.identical else "no significant difference")
                     d = f"{row.delta_pct:+.2f}%" if np.isfinite(row.delta_pct) else ""
                 tbl.add_row(str(row.rank), escape(row.qdisc), f"{row.mean:.5g}", f"[{row.ci95_low:.5g}, {row.ci95_high:.5g}]",
                             d, p, verdict)

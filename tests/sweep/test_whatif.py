@@ -45,7 +45,8 @@ def test_throughput_ranks_highest_first_and_identical_runs_are_not_different():
     assert rest["significant"].all()                 # a constant +2 Mbit/s under CRN: zero-variance difference
     same = rank(_frame({"sfq": x, "fifo": x}, "throughput", "stream", "Mbit/s"), "stream", "throughput",
                 paired=True).table
-    assert same["p_holm"].iloc[1] == 1.0 and not same["significant"].iloc[1]
+    assert same["p_holm"].iloc[1] == 1.0 and not same["significant"].iloc[1] and same["identical"].iloc[1]
+    assert not rest["identical"].any()
 
 
 def test_metric_names_resolve_with_aliases_and_unknown_ones_list_the_choices():
