@@ -138,11 +138,13 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         tx = VifBackend(env, kind, host_cpu,
                         delay=profile.sampler(f"{vd}.backend_delay", rng(f"{v['name']}.vif.tx")),
                         cpu_per_packet=profile.time(f"{vd}.cpu_per_packet"),
-                        cpu_per_byte=profile.time(f"{vd}.cpu_per_byte"), lookahead=True, direction="tx")
+                        cpu_per_byte=profile.time(f"{vd}.cpu_per_byte"), lookahead=True, direction="tx",
+                        name=v["name"])
         rx = VifBackend(env, kind, host_cpu,
                         delay=profile.sampler(f"{vd}.backend_delay", rng(f"{v['name']}.vif.rx")),
                         cpu_per_packet=profile.time(f"{vd}.cpu_per_packet"),
-                        cpu_per_byte=profile.time(f"{vd}.cpu_per_byte"), lookahead=True, direction="rx")
+                        cpu_per_byte=profile.time(f"{vd}.cpu_per_byte"), lookahead=True, direction="rx",
+                        name=v["name"])
         stack = VifLatency(env, profile.sampler("host.stack_delay", rng(f"{v['name']}.stack")), ep,
                            lookahead=True, stage="stack")
         rx.out = stack

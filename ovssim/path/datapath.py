@@ -36,7 +36,7 @@ from collections import OrderedDict
 
 from ..distributions import Sampler, SumSampler
 from .bridge import Bridge
-from .cpu import CpuPool
+from .cpu import CpuPool, flow_key
 
 class QueueRule:
     """An OpenFlow rule ``match -> set_queue:N,NORMAL``; match fields: src, dst, sport, dport, proto, tos."""
@@ -115,7 +115,7 @@ class OvsDatapath(Bridge):
             self.cache.move_to_end(key)
             if entry[2] is not None:
                 pkt.queue_id = entry[2]
-            done = self.cpu.serve(t, self._hit_work.next() + mask_cost)
+            done = self.cpu.serve(t, self._hit_work.next() + mask_cost, flow_key(pkt.flow))
             if done is None:
                 self.cpu_drops += 1
                 return
@@ -123,7 +123,7 @@ class OvsDatapath(Bridge):
             return
         # -- miss: upcall to ovs-vswitchd -------------------------------------------
         self.missed += 1
-        t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost)
+        t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost, flow_key(pkt.flow))
         if t_miss is None:
             self.cpu_drops += 1
             return

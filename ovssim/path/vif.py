@@ -28,6 +28,8 @@ keep up -- as a tap's qdisc does when the vhost ring is full.
 """
 from __future__ import annotations
 
+import zlib
+
 from ..distributions import Sampler
 from ..sched import call_at
 from .cpu import CpuPool
@@ -68,7 +70,8 @@ class VifBackend:
     """One direction of a VIF: host CPU work, then the backend latency."""
 
     def __init__(self, env, kind: str, cpu: CpuPool, *, delay: Sampler, cpu_per_packet: float,
-                 cpu_per_byte: float, out=None, lookahead: bool = False, direction: str = "tx"):
+                 cpu_per_byte: float, out=None, lookahead: bool = False, direction: str = "tx",
+                 name: str = "vif"):
         if kind not in VIF_KINDS:
             raise ValueError(f"unknown VIF kind {kind!r}; use one of {', '.join(VIF_KINDS)}")
         self.env = env
@@ -77,6 +80,10 @@ class VifBackend:
         self.cpu_per_packet = cpu_per_packet
         self.cpu_per_byte = cpu_per_byte
         self.direction = direction
+        self.name = name
+        # one backend thread per VIF direction (a vhost worker, a netback thread): its work
+        # stays on one core, so the VIF never reorders a flow
+        self.thread_key = zlib.crc32(f"{name}.{direction}".encode())
         self.latency = VifLatency(env, delay, out, lookahead=lookahead, stage=f"vif.{direction}")
         self.dropped = 0
         self.packets = 0
@@ -94,7 +101,7 @@ class VifBackend:
         work = self.cpu_per_packet + self.cpu_per_byte * pkt.size
         if work <= 0.0:
             return now
-        return self.cpu.serve(now, work)
+        return self.cpu.serve(now, work, self.thread_key)
 
     def put(self, pkt) -> None:
         now = self.env._now

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from bisect import insort
 
+from ..path.cpu import flow_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import DELACK, MAX_QUICKACKS, MAX_SACK_BLOCKS
@@ -96,7 +97,7 @@ class TcpReceiver:
         end = seq + pkt.payload
         self.segs_in += 1
         if self.app_cost and self.cpu is not None:
-            self.cpu.serve(now, self.app_cost)
+            self.cpu.serve(now, self.app_cost, flow_key(self.sock.flow))
         if seq <= self.last_ack_sent < end:
             self.ts_recent = pkt.ts_val
         rcv_nxt = self.rcv_nxt

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from ..path.cpu import flow_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING
@@ -243,7 +244,7 @@ class TcpSender:
             cost = self.app_cost + self.call_cost * n / self.write_size
             t = None
             if self.cpu is not None:
-                t = self.cpu.serve(now, cost)
+                t = self.cpu.serve(now, cost, flow_key(self.sock.flow))
             pkt.t = t if t is not None else now + cost
         if rcv.ack_pending or rcv.rcv_nxt != rcv.last_ack_sent:
             rcv.ack_piggybacked()

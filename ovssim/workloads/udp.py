@@ -17,6 +17,7 @@ from .. import units
 from ..errors import ConfigError
 from ..metrics import JitterEstimator, percentile
 from ..packet import FlowKey, Packet, udp_frame_size
+from ..path.cpu import flow_key
 from ..sched import call_at
 from .base import Metric, RunContext, Workload
 
@@ -80,6 +81,7 @@ class IperfUdp(Workload):
         self.t0 = ctx.start_at + self.start_at
         self.t_end = self.t0 + dur
         self.gap = self.length * 8.0 / self.rate_bps
+        self.thread_key = flow_key(self.flow)          # the tool's thread stays on one core
         self.size = udp_frame_size(self.length)
         self.sent = 0
         self.rx = 0
@@ -108,7 +110,7 @@ class IperfUdp(Workload):
             # the sendto() runs on the sender's CPU: the tool cannot send the next
             # datagram before this one's system call is done (a CPU-bound iperf
             # falls behind its -b target, as the real one does)
-            done = cpu.serve(now, self.send_cost)
+            done = cpu.serve(now, self.send_cost, self.thread_key)
             if done is None:
                 done = now + self.send_cost
             pkt.t = done
@@ -123,7 +125,7 @@ class IperfUdp(Workload):
         t = pkt.t if pkt.t > now else now
         cpu = self.dst.cpu
         if self.recv_cost and cpu is not None:
-            done = cpu.serve(t, self.recv_cost)
+            done = cpu.serve(t, self.recv_cost, self.thread_key)
             if done is None:
                 return                     # socket receive path refused: a drop
             t = done
