@@ -35,7 +35,7 @@ KEYS = {
     "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every"},
     "host": {"name", "cores"},
     "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows"},
-    "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc"},
+    "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu"},
     "nic": {"name", "host", "rate", "qdisc", "switch", "prop_delay", "vlan", "trunks", "mtu", "txqueuelen"},
     "switch": {"name", "latency", "buffer"},
 }
@@ -256,6 +256,9 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
             raise _err(file, f"vm.{n}.bridge", f"vm {n!r} is on {v['host']} but bridge {br!r} is not",
                        "attach a VM to a bridge on its own host")
         _vlan_check(file, f"vm.{n}", v)
+        mtu = v.setdefault("mtu", 1500)
+        if isinstance(mtu, bool) or not isinstance(mtu, int) or not 68 <= mtu <= 9216:
+            raise _err(file, f"vm.{n}.mtu", f"MTU must be 68..9216, got {mtu!r}", "write e.g. mtu = 1500")
     nics = _names(_list(data, "nic", file), "nic", file)
     uplinks = {}
     for n, b in bridges.items():

@@ -132,7 +132,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         guest = host_cpu if kind in ("container-veth", "bare-metal") else CpuPool(
             env, v["vcpus"], f"{v['name']}.vcpu", backlog_limit=backlog)
         topo.guest_cpus[v["name"]] = guest
-        ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"))
+        ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"), mtu=v["mtu"])
         br = topo.bridges[v["bridge"]]
         vd = f"vif.{kind}"
         tx = VifBackend(env, kind, host_cpu,
@@ -148,7 +148,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         stack = VifLatency(env, profile.sampler("host.stack_delay", rng(f"{v['name']}.stack")), ep,
                            lookahead=True, stage="stack")
         rx.out = stack
-        port = EgressPort(env, None, v.get("qdisc", DEFAULT_VIF_QDISC), rx.latency,
+        port = EgressPort(env, None, v.get("qdisc", DEFAULT_VIF_QDISC), rx.latency, mtu=v["mtu"],
                           name=f"{v['name']}-vif", service=rx.service, lookahead=True)
         bport = br.add_port(f"{v['name']}-vif", port, vlan=v.get("vlan"), trunks=v.get("trunks"))
         tx.out = bport

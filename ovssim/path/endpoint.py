@@ -15,9 +15,10 @@ from __future__ import annotations
 
 
 class Endpoint:
-    def __init__(self, env, name: str, out=None, *, cpu=None, vlan: int | None = None):
+    def __init__(self, env, name: str, out=None, *, cpu=None, vlan: int | None = None, mtu: int = 1500):
         self.env = env
         self.name = name
+        self.mtu = mtu              # the guest interface's MTU: TCP's MSS follows it
         self.out = out
         self.cpu = cpu
         self.vlan = vlan
