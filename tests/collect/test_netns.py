@@ -278,3 +278,47 @@ def test_afxdp_ports_give_pmd_perf_metrics(tmp_path):
     # 30 requests + 30 replies crossed the PMD thread (plus ARP); each cost cycles
     assert m["pmdperf_rx_packets"] >= 60 and m["pmdperf_cycles_per_packet"] > 0
     assert ours(prefix) == [] and host_state() == before
+
+
+ENDPOINTS = """
+[campaign]
+name = "endpoints"
+repetitions = 2
+duration = "1s"
+
+[endpoints]
+client = ["ip", "netns", "exec", "{vm1}"]
+server = ["ip", "netns", "exec", "{vm2}"]
+server_ip = "{ip}"
+
+[[workload]]
+name = "rr"
+tool = "qperf"
+test = "tcp_lat,udp_lat"
+
+[[workload]]
+name = "jitter"
+tool = "iperf2"
+proto = "udp"
+rate = "5mbit"
+"""
+
+
+def test_endpoints_given_as_command_prefixes(tmp_path):
+    """The same campaign runs between any two endpoints; here two namespaces of a testbed."""
+    from ovssim.collect.campaign import run_campaign
+    from ovssim.collect.store import load_results
+    from ovssim.collect.testbed import Testbed, TestbedSpec
+    prefix = f"ep{uuid.uuid4().hex[:4]}"
+    with Testbed(TestbedSpec(bridge="linux"), prefix=prefix) as tb:
+        tb.wait_ready()
+        camp = tmp_path / "ep.toml"
+        camp.write_text(ENDPOINTS.format(vm1=tb.vm_ns[0], vm2=tb.vm_ns[1], ip=tb.vm_ip[1]))
+        s = run_campaign(camp, tmp_path / "o", progress=False, log=lambda m: None)
+    assert s["ok"] == 4
+    df = load_results(tmp_path / "o")
+    rr = df[df.metric == "tcp_rr_rtt"]["value"]
+    assert len(rr) == 2 and (rr > 0).all() and (rr < 0.05).all()
+    assert (df[df.metric == "udp_rr_rtt"]["value"] > 0).all()
+    assert (df[df.metric == "loss"]["value"] == 0).all()
+    assert ours(prefix) == []
