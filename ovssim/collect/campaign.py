@@ -142,6 +142,7 @@ class Campaign:
     configs: list[RunConfig]
     endpoints: dict | None = None
     testbed_defaults: dict = field(default_factory=dict)
+    keep_testbeds: bool = True
 
     def runs(self) -> list[tuple[int, RunConfig, int]]:
         """(order index, configuration, repetition) in execution order."""
@@ -182,7 +183,7 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
     c = dict(doc.get("campaign", {}))
     c.update(overrides or {})
     allowed = {"name", "repetitions", "order", "seed", "duration", "cooldown", "flush_flows",
-               "prefix", "description"}
+               "prefix", "description", "keep_testbeds"}
     if set(c) - allowed:
         raise ConfigError(f"unknown [campaign] setting(s) {sorted(set(c) - allowed)}", file=f,
                           key="campaign", fix=f"use only {sorted(allowed)}")
@@ -296,7 +297,7 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
                     repetitions=reps, order=order, seed=int(c.get("seed", 1)), duration=duration,
                     cooldown=cooldown, flush_flows=bool(c.get("flush_flows", True)), prefix=prefix,
                     configs=list(configs.values()), endpoints=endpoints,
-                    testbed_defaults=tb_defaults)
+                    testbed_defaults=tb_defaults, keep_testbeds=bool(c.get("keep_testbeds", True)))
 
 
 def _check_endpoints(e: dict, f: str) -> dict:
@@ -540,6 +541,7 @@ class CampaignRunner:
             afxdp = tb is not None and tb.ovs is not None and tb.spec.vif_type == "afxdp"
             if afxdp:
                 tb.ovs.clear_pmd_stats()
+            load1 = float(Path("/proc/loadavg").read_text().split()[0])
             c0, cpu0, t0 = self._counters(tb), cpu_times(), time.monotonic()
             result = self._run_tool(w, target, duration)
             wall = time.monotonic() - t0
@@ -547,6 +549,7 @@ class CampaignRunner:
             metrics.update(result.metrics)
             metrics.update(cpu_busy(cpu0, cpu1))
             metrics["wall_time"] = (wall, "s")
+            metrics["loadavg_1min"] = (load1, "count")   # the machine's load when the run began
             if afxdp:   # pmd-perf-show counts since the clear above: already per run
                 for k, v in tb.ovs.pmd_perf().items():
                     unit = "cycles" if "cycles" in k else "us" if k.endswith("upcall") else "count"
@@ -628,6 +631,10 @@ class CampaignRunner:
                 stack.callback(self.teardown)
                 bar = self._progress(stack, total, len(done))
                 for order, rc, rep in runs:
+                    if not camp.keep_testbeds:
+                        # only the testbed this run needs stays up (idle OVS daemons cost CPU)
+                        for key in [k for k in self.testbeds if k != rc.testbed.key()]:
+                            self.testbeds.pop(key).down()
                     if bar:
                         bar[0].update(bar[1], description=f"{rc.describe()} rep {rep}")
                     record, samples = self.run_one(rc, rep, order)

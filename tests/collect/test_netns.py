@@ -322,3 +322,23 @@ def test_endpoints_given_as_command_prefixes(tmp_path):
     assert (df[df.metric == "udp_rr_rtt"]["value"] > 0).all()
     assert (df[df.metric == "loss"]["value"] == 0).all()
     assert ours(prefix) == []
+
+
+def test_keep_testbeds_false_leaves_one_testbed_up_at_a_time(tmp_path, monkeypatch):
+    from ovssim.collect import campaign as cp
+    prefix = f"kt{uuid.uuid4().hex[:4]}"
+    camp = tmp_path / "kt.toml"
+    camp.write_text(RESUME.format(prefix=prefix).replace('cooldown = "0.3s"',
+                                                         'cooldown = "0s"\nkeep_testbeds = false')
+                    .replace("repetitions = 3", "repetitions = 2"))
+    seen = []
+    real = cp.CampaignRunner.run_one
+
+    def spy(self, rc, rep, order):
+        seen.append(len(self.testbeds))
+        return real(self, rc, rep, order)
+    monkeypatch.setattr(cp.CampaignRunner, "run_one", spy)
+    s = cp.run_campaign(camp, tmp_path / "o", progress=False, log=lambda m: None)
+    assert s["ok"] == 4 and s["failed"] == 2
+    assert max(seen) <= 1
+    assert ours(prefix) == []
