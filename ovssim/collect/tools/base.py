@@ -33,7 +33,6 @@ class Target:
     client: list
     server: list
     server_ip: str
-    server_ns_listen_check: bool = True
 
 
 class Server:
