@@ -21,6 +21,7 @@ from .errors import OvssimError
 LAZY = {
     "collect": ("ovssim.collect.cli", "collect", "gather real measurements through a real OVS/Linux bridge"),
     "testbed": ("ovssim.collect.cli", "testbed", "build / tear down the namespace testbed"),
+    "import-data": ("ovssim.collect.cli", "import_data", "import Flent or CSV sample files into the tidy format"),
     "fit": ("ovssim.fit.cli", "fit", "fit delay distributions and calibrate profiles"),
     "validate": ("ovssim.validate.cli", "validate", "compare the simulator with measured data"),
     "sweep": ("ovssim.sweep_cli", "sweep", "run a grid of scenarios in parallel"),
