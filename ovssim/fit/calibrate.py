@@ -8,7 +8,9 @@ to simulated metric means and standard errors; :class:`SimulationModel` wraps
 ``[params]`` overrides.
 
 The objective is the weighted sum of squared standardised errors
-``sum((sim_i - y_i) / sigma_i)**2``, minimised with ``scipy.optimize.minimize``
+``sum((sim_i - y_i) / sd_i)**2`` with ``sd_i**2`` the target's variance plus the
+simulation's replication variance of that metric (measured once, at the start
+point, so the weights stay fixed), minimised with ``scipy.optimize.minimize``
 (bounded Nelder-Mead by default: derivative-free, so robust to the small steps
 that remain in a simulated metric; or ``least_squares``, trust-region Gauss-Newton,
 fewer evaluations when the metrics are smooth) over each parameter's bounds, searched on a
@@ -241,7 +243,14 @@ class CalibrationResult:
                               "sigma": sg, "z": (s - y) / sg} for k, (s, y, sg) in self.fitted.items()])
 
 
-def _residuals(model_out: dict, targets: list[Target], *, with_sim_se: bool) -> np.ndarray:
+def _residuals(model_out: dict, targets: list[Target], *, with_sim_se: bool,
+               fixed_se: dict | None = None) -> np.ndarray:
+    """Standardised errors ``(sim - measured) / sd``.
+
+    ``sd`` is the target's sigma, combined with the simulation's standard error
+    either as measured in this evaluation (``with_sim_se``) or as fixed once for
+    the whole optimisation (``fixed_se``, so the weights do not jitter).
+    """
     r = []
     for t in targets:
         if t.key not in model_out:
@@ -250,7 +259,9 @@ def _residuals(model_out: dict, targets: list[Target], *, with_sim_se: bool) -> 
                               key=f"{t.workload}:{t.metric}",
                               fix=f"map the measured metric to one of {have[:12]}")
         mean, se = model_out[t.key]
-        sd = math.sqrt(t.sigma ** 2 + (se ** 2 if with_sim_se else 0.0))
+        if fixed_se is not None:
+            se = fixed_se.get(t.key, 0.0)
+        sd = math.sqrt(t.sigma ** 2 + (se ** 2 if (with_sim_se or fixed_se is not None) else 0.0))
         r.append((mean - t.value) / sd)
     return np.asarray(r, float)
 
@@ -276,22 +287,33 @@ def calibrate(model: Model, params: list[Param], targets: list[Target], *, x0: d
             cache[key] = model({p.label: p.from_unit(ui) for p, ui in zip(params, key)})
         return cache[key]
 
-    def objective(u, tg=targets):
-        return float(np.sum(_residuals(run(u), tg, with_sim_se=False) ** 2))
-
     u0 = np.array([p.to_unit(x0[p.label]) if x0 and p.label in x0 else 0.5 for p in params])
+    # weights: each metric's target variance plus the simulation's replication variance,
+    # measured once at the start point -- a metric the simulation reproduces only noisily
+    # (jitter of a short UDP run) then cannot drag the search around with its noise
+    # (pooled over the start point and the p points of the initial simplex: a standard error
+    # from a handful of replications is itself noisy)
+    step = 0.15
+    design = [u0] + [np.clip(u0 + step * np.eye(len(params))[i] * (1 if u0[i] < 0.5 else -1), 0, 1)
+                     for i in range(len(params))]
+    outs = [run(u) for u in design]
+    fixed_se = {t.key: float(np.sqrt(np.mean([o[t.key][1] ** 2 for o in outs])))
+                for t in targets if all(t.key in o for o in outs)}
+
+    def objective(u, tg=targets):
+        return float(np.sum(_residuals(run(u), tg, with_sim_se=False, fixed_se=fixed_se) ** 2))
 
     def solve(start, tg):
         if method == "least_squares":
             # trust-region Gauss-Newton on the standardised residuals; forward differences of
             # fd_step in the unit cube (common random numbers keep them meaningful)
-            r = optimize.least_squares(lambda u: _residuals(run(u), tg, with_sim_se=False), start,
+            r = optimize.least_squares(lambda u: _residuals(run(u), tg, with_sim_se=False, fixed_se=fixed_se),
+                                       start,
                                        bounds=(0.0, 1.0), method="trf", diff_step=fd_step,
                                        x_scale=1.0, max_nfev=max_evals, xtol=1e-4, ftol=1e-6)
             return optimize.OptimizeResult(x=r.x, fun=float(2 * r.cost), success=r.status > 0,
                                            message=r.message)
         if method == "Nelder-Mead":
-            step = 0.15
             simplex = np.vstack([start] + [np.clip(start + step * np.eye(len(params))[i] *
                                                    (1 if start[i] < 0.5 else -1), 0, 1)
                                            for i in range(len(params))])

@@ -69,6 +69,20 @@ def data_entry(path: str | Path) -> dict:
     return {"file": shown, "sha256": sha256_file(p)}
 
 
+def source_revision() -> str | None:
+    """The git commit of the ovssim source tree (``+dirty`` with uncommitted changes), if known."""
+    import subprocess
+    root = Path(__file__).resolve().parents[2]
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no",
+                                "--", "ovssim"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return rev + ("+dirty" if dirty else "") if rev else None
+
+
 def now_utc() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
@@ -233,7 +247,7 @@ def build_profile(*, name: str, params: dict, data_files=(), command: str | None
     doc = {
         "profile": {"name": name, "description": description, "ovssim_version": __version__},
         "provenance": {"created": now_utc(), "command": command or command_line(),
-                       "data": data, "method": method},
+                       "data": data, "method": method, "ovssim_revision": source_revision()},
         "fit": _plain(fit or {}),
         "params": _plain(params),
     }
