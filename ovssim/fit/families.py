@@ -182,14 +182,17 @@ def _nll(family: str, y: np.ndarray) -> float:
     return -ll if np.isfinite(ll) else np.inf
 
 
-def profile_loc(family: str, x: np.ndarray, *, lower: float | None = None) -> float:
+def profile_loc(family: str, x: np.ndarray, *, lower: float | None = None,
+                data_min: float | None = None) -> float:
     """Maximum-profile-likelihood location for a 3-parameter family.
 
     The search runs over ``[lower, min(x) - gap]``; ``gap`` (1 % of the distance
     from the minimum to the 10th percentile) keeps it off the spurious infinite
-    likelihood at ``loc -> min(x)`` that these families have.
+    likelihood at ``loc -> min(x)`` that these families have.  When ``x`` is a
+    subsample, ``data_min`` (the minimum of all samples) caps the location too, so
+    that no sample falls below it.
     """
-    xmin = float(x.min())
+    xmin = float(x.min()) if data_min is None else min(float(x.min()), float(data_min))
     q10, q50 = np.quantile(x, [0.1, 0.5])
     gap = 0.01 * (q10 - xmin) + 1e-15
     hi = xmin - gap
@@ -204,10 +207,11 @@ def profile_loc(family: str, x: np.ndarray, *, lower: float | None = None) -> fl
 
 
 # -- the candidates ------------------------------------------------------------
-def _fit_scipy(family: str, x_fit: np.ndarray, loc_mode: str, unit: tuple[str, float]) -> FamilyFit:
+def _fit_scipy(family: str, x_fit: np.ndarray, loc_mode: str, unit: tuple[str, float],
+               data_min: float) -> FamilyFit:
     uname, uf = unit
     if family == "expon":
-        loc = float(x_fit.min()) if loc_mode == "fit" else 0.0
+        loc = data_min if loc_mode == "fit" else 0.0    # the MLE of the shift is the sample minimum
         scale = float(x_fit.mean() - loc)
         frozen = stats.expon(loc=loc, scale=scale)
         spec = {"dist": "expon", "loc": _r(loc / uf), "scale": _r(scale / uf), "unit": uname}
@@ -215,7 +219,7 @@ def _fit_scipy(family: str, x_fit: np.ndarray, loc_mode: str, unit: tuple[str, f
         return FamilyFit("expon", spec, frozen.cdf, k, extra={"frozen": frozen})
     if loc_mode == "fit":
         sub = x_fit if x_fit.size <= _LOC_SUBSAMPLE else x_fit[:: max(1, x_fit.size // _LOC_SUBSAMPLE)]
-        loc = profile_loc(family, sub)
+        loc = profile_loc(family, sub, data_min=data_min)
     else:
         loc = 0.0
     shape, scale = _fit_fixed_loc(family, x_fit - loc)
@@ -297,12 +301,12 @@ def fit_samples(x_seconds, *, families=None, criterion: str = "bic", loc: str = 
             locs = [0.0]
             if loc == "fit":
                 sub = x_fit[:: max(1, x_fit.size // _LOC_SUBSAMPLE)]
-                locs.append(profile_loc("lognorm", sub))
+                locs.append(profile_loc("lognorm", sub, data_min=float(xs[0])))
             f = _fit_mixture(x_fit, unit, k_max, locs)
             if f is not None:
                 fits.append(f)
         else:
-            fits.append(_fit_scipy(fam, x_fit, loc, unit))
+            fits.append(_fit_scipy(fam, x_fit, loc, unit, float(xs[0])))
     if not fits:
         raise DataError("no family could be fitted -- fix: give more samples or other --families")
     for f in fits:
