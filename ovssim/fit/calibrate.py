@@ -9,12 +9,13 @@ to simulated metric means and standard errors; :class:`SimulationModel` wraps
 
 The objective is the weighted sum of squared standardised errors
 ``sum((sim_i - y_i) / sd_i)**2`` with ``sd_i**2`` the target's variance plus the
-simulation's replication variance of that metric (measured once, at the start
-point, so the weights stay fixed), minimised with ``scipy.optimize.minimize``
-(bounded Nelder-Mead by default: derivative-free, so robust to the small steps
-that remain in a simulated metric; or ``least_squares``, trust-region Gauss-Newton,
-fewer evaluations when the metrics are smooth) over each parameter's bounds, searched on a
-log scale for positive ranges.  Every evaluation uses the **same seed** (common
+simulation's replication variance of that metric (pooled over the start point and
+the initial simplex, then fixed, so the weights do not jitter), minimised over each
+parameter's bounds -- searched on a log scale for positive ranges -- with
+``scipy.optimize.minimize`` (bounded Nelder-Mead, the default: derivative-free, so
+robust to the small steps that remain in a simulated metric) or
+``scipy.optimize.least_squares`` (trust-region Gauss-Newton: fewer evaluations when
+the metrics are smooth in the parameters).  Every evaluation uses the **same seed** (common
 random numbers), so two nearby parameter values see the same random draws and
 the objective is nearly smooth instead of jumping with the sampling noise.
 
