@@ -122,9 +122,15 @@ class Distribution:
             params = {}
             for k, v in spec.items():
                 params[k] = _time_value(v, unit) if k in _TIME_KEYS else float(v)
-            self.frozen = family(**params)
-            if not np.isfinite(self.frozen.mean()):
-                pass  # heavy tails without a mean are allowed (pareto b <= 1)
+            try:
+                self.frozen = family(**params)
+                lo, _hi = self.frozen.support()
+            except TypeError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+            if not np.isfinite(lo) and not (lo == -np.inf):
+                raise ValueError(f"{name} parameters {params} are outside the family's domain "
+                                 "(e.g. a negative shape or scale)")
+            # heavy tails without a mean are allowed (pareto b <= 1)
         if spec and self.kind in ("empirical", "mixture"):
             raise ValueError(f"unknown keys {sorted(spec)}")
 
