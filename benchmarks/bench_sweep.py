@@ -1,9 +1,9 @@
 """Sweep benchmarks: thesis-matrix projection, scaling efficiency, bounded memory.  Prints figures.
 
-    .venv/bin/python benchmarks/bench_sweep.py                 # all three parts (~5-8 min on 2 cores)
+    .venv/bin/python benchmarks/bench_sweep.py                 # all three parts (~10 min on 2 idle cores)
     .venv/bin/python benchmarks/bench_sweep.py matrix --sample-duration 2s
     .venv/bin/python benchmarks/bench_sweep.py matrix --full    # really run the 3600-run thesis matrix
-    .venv/bin/python benchmarks/bench_sweep.py scaling --runs 16
+    .venv/bin/python benchmarks/bench_sweep.py scaling --runs 48
     .venv/bin/python benchmarks/bench_sweep.py memory --runs 10000
 
 matrix   runs one replication of each point of examples/sweep_thesis.toml (6 schedulers x OVS/Linux
@@ -153,7 +153,7 @@ def bench_scaling(runs: int, duration: str, dask: bool) -> None:
     n = sw.total
     print(f"scaling: {n} runs of {duration} simulated (thesis UDP test) -- {load()}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-scaling-"))
-    times = {}
+    times, overheads = {}, []
     try:
         configs = [("in-process, 1 worker", dict(workers=1), 1), ("local pool, 2 workers", dict(workers=2), 2)]
         if dask:
@@ -162,11 +162,15 @@ def bench_scaling(runs: int, duration: str, dask: bool) -> None:
         for name, kw, w in configs:
             out = tmp / name.split(",")[0].replace(" ", "_")
             stamps = []
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             rep = run_sweep(sw, out, summary=False, on_run=lambda *_: stamps.append(time.perf_counter()), **kw)
-            dt = time.perf_counter() - t0
+            dt, coord = time.perf_counter() - t0, time.process_time() - c0
             assert rep.ran == n and not rep.failed, rep.failed[:1]
             cpu = sum(r.get("cpu", 0.0) for r in iter_records(out))
+            if w == 1 and "dask" not in kw:
+                coord -= cpu                      # in-process: the runs are the coordinator's own CPU
+            overheads.append(f"  {name:30} run CPU {cpu:6.1f} s, coordinator CPU {max(coord, 0):5.2f} s "
+                             f"({1e3 * max(coord, 0) / n:5.1f} ms/run)")
             # steady state: from the first w results (start-up over) to the last
             steady = (n - w) / (stamps[-1] - stamps[w - 1]) if n > w else float("nan")
             times[name] = (dt, w, cpu, steady)
@@ -175,6 +179,7 @@ def bench_scaling(runs: int, duration: str, dask: bool) -> None:
             share = (cpu / (w * dt)) / (cpu1 / t1)
             print(f"  {name:30} {dt:7.2f}s {n / dt:7.2f} {eff:8.2f} {steady / (w * steady1):10.2f} {share:13.2f}"
                   f"  {load()}")
+        print("\n".join(overheads))
         print("  wall eff = T1 / (N x TN), start-up included; steady eff = the same on the rate between the first N"
               " results\n  and the last (start-up excluded); CPU-share eff = (run CPU / (N x TN)) / (run CPU / T1):"
               " the parallel\n  machinery's efficiency with the other users of this shared machine's cores factored"
@@ -236,7 +241,7 @@ def main(argv=None) -> None:
     if a.part in ("all", "matrix"):
         bench_matrix(a.sample_duration, a.workers, a.full, a.out)
     if a.part in ("all", "scaling"):
-        bench_scaling(a.runs or 24, a.duration, not a.no_dask)
+        bench_scaling(a.runs or 48, a.duration, not a.no_dask)
     if a.part in ("all", "memory"):
         bench_memory(a.runs or 10000, a.workers)
 

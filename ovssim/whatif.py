@@ -348,6 +348,7 @@ def figure(rankings: list[Ranking], samples: dict, path, order: list[str] | None
         if np.isfinite(lo) and np.isfinite(hi) and hi > lo and lo > 0 and (hi - lo) < 0.2 * hi:
             pad = (hi - lo) * 0.5
             ax.set_ylim(lo - pad, hi + pad)      # near-equal bars: zoom so the CIs are visible
+            ax.set_title(f"{r.workload}: {r.metric} (axis zoomed)", fontsize=9)
     for ax, name in zip(flat[len(rankings):], names):
         scale = TO_MS.get(name.rpartition(":")[2], 1.0)
         lo, hi = np.inf, 0.0
