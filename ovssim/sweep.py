@@ -521,6 +521,23 @@ class ResultStore:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OvssimError(f"cannot create output directory {self.dir}: {exc.strerror}; choose a writable --out") from None
+        self._lock = open(self.dir / ".lock", "w")
+        try:
+            import fcntl
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise ConfigError(f"another sweep is running in {self.dir}", key="--out",
+                              fix="wait for it to finish (or stop it), or choose another --out") from None
+        except ImportError:     # pragma: no cover - not POSIX: no protection against two coordinators
+            pass
+        try:
+            self._open(sweep, resume)
+        except BaseException:
+            self._lock.close()
+            raise
+
+    def _open(self, sweep: "Sweep", resume: bool) -> None:
         manifest = self.dir / MANIFEST
         fp = sweep.fingerprint()
         if manifest.exists():
@@ -577,6 +594,8 @@ class ResultStore:
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
+        if not self._lock.closed:
+            self._lock.close()          # releases the flock
 
 
 def iter_records(out: Path):
@@ -791,7 +810,8 @@ class Progress:
                                        TimeElapsedColumn, TimeRemainingColumn)
             self.bar = RichProgress(TextColumn(name), BarColumn(), MofNCompleteColumn(),
                                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                                    TextColumn("left"), TimeRemainingColumn(), transient=True)
+                                    TextColumn("elapsed,"), TimeRemainingColumn(), TextColumn("left"),
+                                    transient=True)
             self.bar.start()
             self.task = self.bar.add_task("runs", total=total, completed=already, rate="")
 

@@ -139,3 +139,16 @@ def test_a_killed_sweep_resumes_without_redoing_or_losing_runs(tmp_path):
     ids = [r["run"] for r in iter_records(out) if r["status"] == "ok"]
     assert len(ids) == len(set(ids)) == 18                           # nothing redone, nothing lost
     assert set(ids) == {f"{pt.id}-{r}" for pt in sw.points for r in range(6)}
+
+
+def test_two_coordinators_cannot_share_an_output_directory(tmp_path, grid_sweep):
+    from ovssim.errors import ConfigError
+    from ovssim.sweep import ResultStore
+    sw = load_sweep(grid_sweep)
+    first = ResultStore(tmp_path / "out", sw)
+    try:
+        with pytest.raises(ConfigError, match="another sweep is running"):
+            ResultStore(tmp_path / "out", sw, resume=True)
+    finally:
+        first.close()
+    ResultStore(tmp_path / "out", sw, resume=True).close()        # free again once the first has finished
