@@ -58,6 +58,11 @@ class EgressPort:
         # no event and the packet goes on with its departure time.
         self.analytic = bool(lookahead and getattr(self.qdisc, "analytic_fifo", False))
         self._free_at = 0.0
+        # Lookahead with any other qdisc: a transmission's end costs an event only when a
+        # packet is waiting for it (the next dequeue must happen then); otherwise the packet
+        # goes on at once with its departure time, like the analytic FIFO.
+        self._busy_until = 0.0
+        self._wake = None
         self._waiting: deque = deque()       # (start time, size) of packets still in the qdisc
         self.busy = False
         self._watchdog = None
@@ -139,7 +144,12 @@ class EgressPort:
         if pkt.stamps is not None:
             pkt.stamps[self.name + ".enq"] = now
         self.qdisc.enqueue(pkt, now)
-        if not self.busy:
+        if self.lookahead:
+            if self._busy_until <= now:
+                self._kick()
+            elif self._wake is None:
+                self._wake = call_at(self.env, self._busy_until, self._on_wake)
+        elif not self.busy:
             self._kick()
 
     def _dropped(self, pkt, now, reason) -> None:
@@ -166,27 +176,39 @@ class EgressPort:
             if pkt.stamps is not None:
                 pkt.stamps[self.name + ".deq"] = now
             if self._sec_per_byte:
-                tx = (pkt.size + self.framing) * self._sec_per_byte
-                self.busy = True
-                self.busy_time += tx
-                call_at(env, now + tx, self._done, pkt)
-                return
-            if self.service is not None:
+                done = now + (pkt.size + self.framing) * self._sec_per_byte
+            elif self.service is not None:
                 done = self.service(pkt, now)
                 if done is None:          # backend refused it (CPU backlog full)
                     self._dropped(pkt, now, "backend")
                     continue
-                if done > now:
-                    self.busy = True
-                    self.busy_time += done - now
-                    call_at(env, done, self._done, pkt)
+            else:
+                done = now
+            if done > now:
+                self.busy_time += done - now
+                if self.lookahead:
+                    self._busy_until = done
+                    self._send(pkt, done)
+                    if q.stats.qlen:
+                        self._wake = call_at(env, done, self._on_wake)
                     return
+                self.busy = True
+                call_at(env, done, self._done, pkt)
+                return
             self._send(pkt, now)
 
     def _on_watchdog(self, _=None) -> None:
         self._watchdog = None
         self._watchdog_at = float("inf")
-        if not self.busy:
+        if self.lookahead:
+            if self._busy_until <= self.env._now:
+                self._kick()
+        elif not self.busy:
+            self._kick()
+
+    def _on_wake(self, _=None) -> None:
+        self._wake = None
+        if self._busy_until <= self.env._now:
             self._kick()
 
     def _done(self, pkt) -> None:
@@ -210,6 +232,8 @@ class EgressPort:
         if self.analytic:
             self.sync()
             return self.qdisc.stats.qlen + (1 if self._free_at > self.env._now else 0)
+        if self.lookahead:
+            return self.qdisc.stats.qlen + (1 if self._busy_until > self.env._now else 0)
         return self.qdisc.stats.qlen + (1 if self.busy else 0)
 
     def utilisation(self, duration: float) -> float:
