@@ -19,6 +19,7 @@ import simpy
 from .metrics import summarise
 from .profile import Profile
 from .scenario import Scenario, load_scenario
+from .sched import run_until
 from .topology import ARP_SETTLE, build
 from .workloads.base import RunContext
 from .workloads.registry import make_workload
@@ -68,7 +69,7 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
         wl.start(ctx)
         workloads.append((name, wl))
     end = ARP_SETTLE + sc.warmup + sc.duration
-    env.run(until=end + DRAIN)
+    run_until(env, end + DRAIN)
     rows, samples = [], {}
     for name, wl in workloads:
         for m in wl.metrics():
