@@ -22,6 +22,7 @@ from . import units
 from .distributions import Distribution, Sampler
 from .errors import ConfigError
 from .path.vif import VIF_KINDS
+from .tomlfile import read_toml
 
 # name -> kind of value
 SCHEMA: dict[str, str] = {
@@ -43,14 +44,7 @@ PROFILE_DIRS = (Path("calibration"),)
 
 
 def _read_toml(path: Path) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"profile file not found: {path}", file=str(path),
-                          fix="give a path to a profile TOML, a name in calibration/, or 'default'") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", file=str(path), fix="correct the TOML syntax") from None
+    return read_toml(path, "profile", "give a path to a profile TOML, a name in calibration/, or 'default'")
 
 
 class Profile:

@@ -21,13 +21,13 @@ key and the fix.
 from __future__ import annotations
 
 import copy
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import units
 from .errors import ConfigError, OvssimError
 from .path.datapath import QueueRule
+from .tomlfile import read_toml
 from .path.vif import VIF_KINDS
 
 SECTIONS = {"scenario", "params", "host", "bridge", "vm", "nic", "switch", "workload"}
@@ -111,18 +111,7 @@ def load_scenario(source) -> Scenario:
     if isinstance(source, dict):
         return from_dict(source)
     path = Path(source)
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"scenario file not found: {path}", file=str(path),
-                          fix="check the path (examples/ has ready-made scenarios)") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory", file=str(path), fix="give a .toml file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", file=str(path), fix="correct the TOML syntax") from None
-    except UnicodeDecodeError:
-        raise ConfigError("not a text file", file=str(path), fix="give a TOML scenario file") from None
+    data = read_toml(path, "scenario", "check the path (examples/ has ready-made scenarios)")
     return from_dict(data, file=str(path), base_dir=path.parent)
 
 

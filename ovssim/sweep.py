@@ -59,12 +59,12 @@ import math
 import os
 import sys
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .tomlfile import read_toml
 from .errors import ConfigError, OvssimError
 
 SWEEP_KEYS = {"name", "description", "base", "reps", "seed", "crn", "mode", "samples", "keep_samples",
@@ -250,18 +250,7 @@ def load_sweep(source, *, reps: int | None = None) -> Sweep:
     if isinstance(source, dict):
         return sweep_from_dict(source, file="<memory>", base_dir=Path.cwd(), reps=reps)
     path = Path(source)
-    try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"sweep file not found: {path}", file=str(path),
-                          fix="check the path (examples/sweep_thesis.toml is a ready-made sweep)") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory", file=str(path), fix="give a sweep .toml file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", file=str(path), fix="correct the TOML syntax") from None
-    except UnicodeDecodeError:
-        raise ConfigError("not a text file", file=str(path), fix="give a TOML sweep file") from None
+    data = read_toml(path, "sweep", "check the path (examples/sweep_thesis.toml is a ready-made sweep)")
     return sweep_from_dict(data, file=str(path), base_dir=path.parent, reps=reps)
 
 
@@ -297,15 +286,8 @@ def sweep_from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None
         if not isinstance(b, str) or not b:
             raise _err(file, "sweep.base", "no base scenario", 'add base = "scenario.toml" (relative to the sweep file)')
         bpath = (base_dir / b) if not Path(b).is_absolute() else Path(b)
-        try:
-            with open(bpath, "rb") as fh:
-                base_raw = tomllib.load(fh)
-        except FileNotFoundError:
-            raise _err(file, "sweep.base", f"base scenario {str(bpath)!r} not found",
-                       "give a path relative to the sweep file") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, IsADirectoryError) as exc:
-            raise _err(file, "sweep.base", f"base scenario {str(bpath)!r} is not a TOML file ({exc})",
-                       "point base at a scenario .toml") from None
+        base_raw = read_toml(bpath, "base scenario", "give a path relative to the sweep file",
+                             key="sweep.base", file=file)
         base_file, sc_dir = str(bpath), bpath.parent
     base_sc = from_dict(base_raw, file=base_file, base_dir=sc_dir)   # raises ConfigError naming the base
     name = sw.get("name") or (Path(file).stem if file != "<memory>" else base_sc.name)

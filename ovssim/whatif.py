@@ -131,17 +131,10 @@ def whatif_sweep(scenario, qdiscs: list[dict], *, on: list[str] | None = None, r
     ``separately`` runs each ``[[workload]]`` of the scenario on its own (the thesis ran its throughput,
     latency and jitter tests one at a time); ``fixed`` are further changes (``--set``) for every run.
     """
-    import tomllib
-
     from .sweep import sweep_from_dict
+    from .tomlfile import read_toml
     path = Path(scenario)
-    try:
-        with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"scenario file not found: {path}", file=str(path), fix="check the path") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, IsADirectoryError) as exc:
-        raise ConfigError(f"not a TOML scenario ({exc})", file=str(path), fix="give a scenario .toml") from None
+    raw = read_toml(path, "scenario", "check the path (examples/ has ready-made scenarios)")
     vms = [v.get("name") for v in raw.get("vm", []) if isinstance(v, dict)]
     if on is None:
         on = [f"vm.{v}.qdisc" for v in vms]
