@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from .. import units
 from ..errors import ConfigError
-from .shell import CommandError, run
+from .shell import run
 
 OVS_QOS_TYPES = {"htb": "linux-htb", "hfsc": "linux-hfsc", "sfq": "linux-sfq",
                  "codel": "linux-codel", "fq_codel": "linux-fq_codel", "netem": "linux-netem"}

@@ -29,7 +29,7 @@ import shutil
 import signal
 import tempfile
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import ConfigError

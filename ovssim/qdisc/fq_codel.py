@@ -126,7 +126,6 @@ class FqCodel(Qdisc):
         q = flow.q
         dropped_len = 0
         i = 0
-        st = self.stats
         while True:
             pkt = q.popleft()
             dropped_len += pkt.size

@@ -85,7 +85,6 @@ class Cubic(CongestionControl):
             self._hystart_update(rtt, now)
 
     def _hystart_update(self, delay: float, now: float) -> None:
-        s = self.s
         # ACK train: ACKs keep arriving closely spaced for longer than half the min RTT.
         if now - self.last_ack <= HYSTART_ACK_DELTA:
             self.last_ack = now

@@ -1,7 +1,5 @@
 """VLAN isolation: seed 002 Table III (ping/ARP with VLAN tags 5 and 6 across two XenServer hosts)."""
-import numpy as np
 import pytest
-import simpy
 
 from ovssim.runner import run_scenario
 

@@ -1,5 +1,4 @@
 """Sweep files: point expansion, identities and seeds, and one clear error for each kind of mistake."""
-import textwrap
 
 import pytest
 

@@ -33,7 +33,6 @@ class Path:
             self.b.out = self.rloss
 
     def ctx(self, duration, seed=0):
-        ss = np.random.SeedSequence(seed)
         return RunContext(env=self.env, src=self.a, dst=self.b, duration=duration,
                           rng=lambda name: np.random.default_rng(
                               [seed, sum(map(ord, name))]))
