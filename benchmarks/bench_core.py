@@ -36,15 +36,19 @@ LENGTH = 1470
 NIC_RATE = 1e9
 
 
-def build_path(env, prof: Profile, rng):
-    """VM endpoint -> VIF (kvm-tap) -> OVS -> NIC port (pfifo, 1 Gbit/s) -> wire -> sink."""
+def build_path(env, prof: Profile, rng, qdisc=None):
+    """VM endpoint -> VIF (kvm-tap) -> OVS -> NIC port (``qdisc``, default pfifo; 1 Gbit/s) -> wire -> sink.
+
+    Returns (source endpoint, destination endpoint, wire end, NIC port); benchmarks/bench_qdiscs.py
+    reuses it with each qdisc."""
     host = CpuPool(env, 4, "host", backlog_limit=prof.int("host.netdev_max_backlog"))
     vcpu = CpuPool(env, 1, "vm.vcpu")
     ovs = OvsDatapath(env, "br0", host, stats=prof.sampler("ovs.stats", rng("s")),
                       lookup=prof.sampler("ovs.lookup", rng("l")), actions=prof.sampler("ovs.actions", rng("a")),
                       upcall=prof.sampler("ovs.upcall", rng("u")))
     wire_end = Sink(env)
-    nic = EgressPort(env, NIC_RATE, {"kind": "pfifo"}, wire_end, name="eth0", prop_delay=25e-9, lookahead=True)
+    nic = EgressPort(env, NIC_RATE, qdisc or {"kind": "pfifo"}, wire_end, name="eth0", prop_delay=25e-9,
+                     lookahead=True)
     vm_port = ovs.add_port("vm1-vif", Sink(env))
     ovs.add_port("eth0", nic)
     # the remote VM's MAC is known on the uplink (learned from its ARP reply)
@@ -54,14 +58,14 @@ def build_path(env, prof: Profile, rng):
                      cpu_per_byte=prof.time("vif.kvm-tap.cpu_per_byte"), out=vm_port, lookahead=True)
     src = Endpoint(env, "vm1", vif, cpu=vcpu)
     dst = Endpoint(env, "vm2", None)
-    return src, dst, wire_end
+    return src, dst, wire_end, nic
 
 
 def bench_ovssim() -> tuple[int, float]:
     env = simpy.Environment()
     prof = Profile.default()
     rng = rng_factory(1, 0)
-    src, dst, wire_end = build_path(env, prof, rng)
+    src, dst, wire_end, _nic = build_path(env, prof, rng)
     wl = IperfUdp(rate_bps=RATE, length=LENGTH, name="udp")
     wl.start(RunContext(env, src, dst, DURATION, rng, extra={"app": {"send_per_packet": 2e-6}}))
     t0 = time.perf_counter()

@@ -17,12 +17,7 @@ import time
 
 import simpy
 
-from ovssim.path.base import Sink
-from ovssim.path.cpu import CpuPool
-from ovssim.path.datapath import OvsDatapath
-from ovssim.path.endpoint import Endpoint
-from ovssim.path.port import EgressPort
-from ovssim.path.vif import VifBackend
+from bench_core import build_path      # the same path as the core benchmark, with the qdisc varied
 from ovssim.profile import Profile
 from ovssim.runner import rng_factory
 from ovssim.workloads.base import RunContext
@@ -44,24 +39,6 @@ QDISCS = {
     "htb (linux-htb 100M)": {"type": "linux-htb", **OVS_100M},
     "hfsc (linux-hfsc 100M)": {"type": "linux-hfsc", **OVS_100M},
 }
-
-
-def build_path(env, prof: Profile, rng, qdisc):
-    """VM endpoint -> VIF (kvm-tap) -> OVS -> NIC port (qdisc, 1 Gbit/s) -> wire -> sink."""
-    host = CpuPool(env, 4, "host", backlog_limit=prof.int("host.netdev_max_backlog"))
-    vcpu = CpuPool(env, 1, "vm.vcpu")
-    ovs = OvsDatapath(env, "br0", host, stats=prof.sampler("ovs.stats", rng("s")),
-                      lookup=prof.sampler("ovs.lookup", rng("l")), actions=prof.sampler("ovs.actions", rng("a")),
-                      upcall=prof.sampler("ovs.upcall", rng("u")))
-    wire_end = Sink(env)
-    nic = EgressPort(env, NIC_RATE, qdisc, wire_end, name="eth0", prop_delay=25e-9, lookahead=True)
-    vm_port = ovs.add_port("vm1-vif", Sink(env))
-    ovs.add_port("eth0", nic)
-    ovs.fdb[(None, "vm2")] = (ovs.ports[1], 0.0)
-    vif = VifBackend(env, "kvm-tap", host, delay=prof.sampler("vif.kvm-tap.backend_delay", rng("v")),
-                     cpu_per_packet=prof.time("vif.kvm-tap.cpu_per_packet"),
-                     cpu_per_byte=prof.time("vif.kvm-tap.cpu_per_byte"), out=vm_port, lookahead=True)
-    return Endpoint(env, "vm1", vif, cpu=vcpu), Endpoint(env, "vm2", None), wire_end, nic
 
 
 def bench(qdisc) -> tuple[int, float, object]:
