@@ -27,6 +27,7 @@ from .tomlfile import read_toml
 # name -> kind of value
 SCHEMA: dict[str, str] = {
     "ovs.stats": "dist", "ovs.lookup": "dist", "ovs.actions": "dist", "ovs.upcall": "dist",
+    "ovs.latency": "dist",
     "ovs.lookup_per_mask": "time", "ovs.masks": "int", "ovs.handlers": "int",
     "ovs.upcall_queue": "int", "ovs.max_idle": "time", "ovs.flow_limit": "int",
     "linux_bridge.forward": "dist",

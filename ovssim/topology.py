@@ -88,7 +88,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  upcall_queue=profile.int("ovs.upcall_queue"),
                                  max_idle=profile.time("ovs.max_idle"),
                                  flow_limit=profile.int("ovs.flow_limit"),
-                                 rules=[QueueRule(f.get("match", {}), f["set_queue"]) for f in b["flows"]])
+                                 rules=[QueueRule(f.get("match", {}), f["set_queue"]) for f in b["flows"]],
+                                 latency=profile.sampler("ovs.latency", rng(f"{name}.latency")))
             else:
                 br = LinuxBridge(env, name, cpu, forward=profile.sampler("linux_bridge.forward",
                                                                          rng(f"{name}.forward")))

@@ -22,6 +22,10 @@ which runs the slow path (classifier lookup, MAC learning, flow setup); the
 flow is installed and the packet executed.  Packets of the same flow that
 arrive before the install also miss, as in OVS.
 
+``latency`` (profile ``ovs.latency``, default 0) is per-packet delay that is
+not CPU work -- the userspace ``netdev`` datapath's polling and wake-ups --
+added after the fast or slow path, in order.
+
 OpenFlow rules with ``set_queue:N`` (``rules``: a list of :class:`QueueRule`)
 are resolved by the slow path and cached with the flow: every packet of the
 flow leaves with ``queue_id = N``, which the port's linux-htb / linux-hfsc QoS
@@ -79,7 +83,8 @@ class OvsDatapath(Bridge):
     def __init__(self, env, name: str, cpu: CpuPool, *, stats: Sampler, lookup: Sampler,
                  actions: Sampler, upcall: Sampler, lookup_per_mask: float = 0.0, masks: int = 1,
                  handlers: int = 1, upcall_queue: int = UPCALL_QUEUE, max_idle: float = MAX_IDLE,
-                 flow_limit: int = FLOW_LIMIT, rules: list | None = None, lookahead: bool = True):
+                 flow_limit: int = FLOW_LIMIT, rules: list | None = None, latency: Sampler | None = None,
+                 lookahead: bool = True):
         super().__init__(env, name, lookahead=lookahead)
         if handlers < 1 or upcall_queue < 1 or flow_limit < 1 or masks < 1:
             raise ValueError(f"{name}: handlers, upcall_queue, flow_limit and masks must be >= 1")
@@ -92,6 +97,8 @@ class OvsDatapath(Bridge):
         self.flow_limit = flow_limit
         self.handlers = CpuPool(env, handlers, f"{name}.handlers", backlog_limit=upcall_queue)
         self.rules = list(rules or [])
+        self.latency_s = latency if latency is not None and latency.const != 0.0 else None
+        self._last_out = 0.0
         self.cache: OrderedDict = OrderedDict()    # key -> [installed_at, last_used, queue]
         self.hit = 0
         self.missed = 0
@@ -119,7 +126,7 @@ class OvsDatapath(Bridge):
             if done is None:
                 self.cpu_drops += 1
                 return
-            self.deliver(port, pkt, vlan, done)
+            self.deliver(port, pkt, vlan, self._after_latency(done))
             return
         # -- miss: upcall to ovs-vswitchd -------------------------------------------
         self.missed += 1
@@ -139,7 +146,22 @@ class OvsDatapath(Bridge):
                 self.cache.popitem(last=False)
                 self.evicted += 1
             self.cache[key] = [done, done, queue]
-        self.deliver(port, pkt, vlan, done + self.actions_s.next())
+        self.deliver(port, pkt, vlan, self._after_latency(done + self.actions_s.next()))
+
+    def _after_latency(self, t: float) -> float:
+        """Add the datapath's per-packet latency that is not CPU work, keeping packets in order.
+
+        Zero by default (the kernel datapath runs to completion in softirq).  The userspace
+        ``netdev`` datapath's non-PMD thread wakes up and polls in batches: latency the
+        packet waits without using a core (validation/report.md, this machine's testbed).
+        """
+        if self.latency_s is None:
+            return t
+        t += self.latency_s.next()
+        if t < self._last_out:
+            t = self._last_out
+        self._last_out = t
+        return t
 
     # -- views -------------------------------------------------------------------
     def flows(self, t: float | None = None) -> int:
