@@ -6,7 +6,8 @@
     adds ARP settling and a 1 s drain after the 10 s of traffic).  If those
     modules are missing, a hand-built two-port path stands in and says so.
 (b) the TCP alone: the same flow over two bare 100 Mbit/s ports (A -> B, B -> A),
-    to show what the TCP itself costs.
+    to show what the TCP itself costs (run by ``ovssim.sched.run_until``, the
+    runner's event loop, as (a) is).
 (c) ns-3, when its interpreter is installed (``/work/ns3-venv``, or
     ``OVSSIM_NS3_PYTHON``; install: ``python3 -m venv /work/ns3-venv &&
     /work/ns3-venv/bin/pip install ns3``): a simpler dumbbell (one 100 Mbit/s,
@@ -14,7 +15,11 @@
     time excluded), from ``validation/tcp_ns3_crosscheck.py``.
 
 Target: (a) <= 1.0 s of wall time (>= 10x faster than real time).  Prints the
-figures and the ratios; asserts nothing.  Run: .venv/bin/python benchmarks/bench_tcp.py
+figures and the ratios, wall and CPU time (the process's own: the better figure
+on a shared machine); asserts nothing.  ``--profile`` runs (a) and (b) once more
+under cProfile and splits their time between the TCP (``ovssim/tcp``), the path
+elements (``ovssim/path``, ``ovssim/qdisc``), the scheduler and the rest.
+Run: .venv/bin/python benchmarks/bench_tcp.py [--profile]
 """
 from __future__ import annotations
 
@@ -51,8 +56,8 @@ def thesis_scenario() -> dict:
     }
 
 
-def bench_full_path() -> tuple[str, float, float, float]:
-    """(label, wall seconds, simulated seconds, throughput Mbit/s)."""
+def bench_full_path() -> tuple[str, float, float, float, float]:
+    """(label, wall seconds, simulated seconds, throughput Mbit/s, CPU seconds)."""
     try:
         from ovssim.profile import Profile
         from ovssim.runner import DRAIN, run_replication
@@ -60,20 +65,22 @@ def bench_full_path() -> tuple[str, float, float, float]:
         from ovssim.topology import ARP_SETTLE
     except ImportError as exc:      # the lead's modules not present: hand-built stand-in
         print(f"(ovssim.topology/runner not importable: {exc}; using the two-port path)")
-        wall, thr = bench_two_ports()
-        return "two-port stand-in", wall, DURATION, thr
+        wall, thr, cpu = bench_two_ports()
+        return "two-port stand-in", wall, DURATION, thr, cpu
     sc = load_scenario(thesis_scenario())
     prof = Profile.load(sc.profile, relative_to=sc.base_dir)
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     rows, _, _ = run_replication(sc, prof, 0, 1)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     thr = next(r["value"] for r in rows if r["workload"] == "tcp" and r["metric"] == "throughput")
-    return "VIF->OVS->qdisc->PIF->switch->PIF->OVS->VIF", wall, ARP_SETTLE + DURATION + DRAIN, thr
+    return "VIF->OVS->qdisc->PIF->switch->PIF->OVS->VIF", wall, ARP_SETTLE + DURATION + DRAIN, thr, cpu
 
 
-def bench_two_ports() -> tuple[float, float]:
+def bench_two_ports() -> tuple[float, float, float]:
+    """(wall seconds, throughput Mbit/s, CPU seconds)."""
     from ovssim.path.endpoint import Endpoint
     from ovssim.path.port import EgressPort
+    from ovssim.sched import run_until
     from ovssim.tcp import connect
 
     env = simpy.Environment()
@@ -82,10 +89,10 @@ def bench_two_ports() -> tuple[float, float]:
     b.out = EgressPort(env, 100e6, {"kind": "pfifo"}, out=a, prop_delay=1e-4, name="b-a")
     c, s = connect(env, a, b, 5001)
     c.bulk(DURATION)
-    t0 = time.perf_counter()
-    env.run(until=DURATION)
-    wall = time.perf_counter() - t0
-    return wall, s.receiver.bytes_received * 8 / DURATION / 1e6
+    c0, t0 = time.process_time(), time.perf_counter()
+    run_until(env, DURATION)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return wall, s.receiver.bytes_received * 8 / DURATION / 1e6, cpu
 
 
 def bench_ns3() -> float | None:
@@ -98,15 +105,42 @@ def bench_ns3() -> float | None:
     return res["fifo"]["wall_s"] if res else None
 
 
+def profile_split(fn) -> dict[str, float]:
+    """Seconds of ``fn()`` under cProfile by where the code lives (own time of each function)."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.runcall(fn)
+    groups: dict[str, float] = {}
+    for (path, _line, func), (_cc, _nc, own, _cum, _callers) in pstats.Stats(prof).stats.items():
+        path = path.replace(os.sep, "/")
+        if "/ovssim/tcp/" in path or "/ovssim/workloads/" in path:
+            g = "TCP (ovssim/tcp, the tool)"
+        elif "/ovssim/path/" in path or "/ovssim/qdisc/" in path:
+            g = "path elements (ovssim/path, qdisc)"
+        elif path.endswith("ovssim/sched.py") or "/simpy/" in path or "heap" in func:
+            g = "scheduler (sched.py, SimPy, heapq)"
+        elif path.endswith("ovssim/packet.py"):
+            g = "Packet objects"
+        elif path.endswith("ovssim/distributions.py"):
+            g = "random draws (distributions.py)"
+        else:
+            g = "other (builtins, setup)"
+        groups[g] = groups.get(g, 0.0) + own
+    return groups
+
+
 def main() -> None:
-    label, wall, simulated, thr = bench_full_path()
+    label, wall, simulated, thr, cpu = bench_full_path()
     print(f"(a) {label}")
     print(f"    netperf TCP_STREAM {DURATION:g} s at 100 Mbit/s: {thr:.2f} Mbit/s")
-    print(f"    wall {wall:.3f} s for {simulated:.2f} simulated s -> "
+    print(f"    wall {wall:.3f} s (CPU {cpu:.3f} s) for {simulated:.2f} simulated s -> "
           f"{DURATION / wall:.1f}x faster than real time for the 10 s of traffic   (target: wall <= 1.0 s)")
-    w2, thr2 = bench_two_ports()
-    print(f"(b) TCP over two bare ports: {thr2:.2f} Mbit/s, wall {w2:.3f} s "
-          f"({DURATION / w2:.1f}x real time); the path elements cost the rest of (a): {wall - w2:.3f} s")
+    w2, thr2, cpu2 = bench_two_ports()
+    print(f"(b) TCP over two bare ports: {thr2:.2f} Mbit/s, wall {w2:.3f} s (CPU {cpu2:.3f} s, "
+          f"{DURATION / w2:.1f}x real time); the path elements cost the rest of (a): "
+          f"{wall - w2:.3f} s (CPU {cpu - cpu2:.3f} s)")
     n3 = bench_ns3()
     if n3 is None:
         print("(c) ns-3 not installed: no ns-3 figure (python3 -m venv /work/ns3-venv && "
@@ -114,6 +148,13 @@ def main() -> None:
     else:
         print(f"(c) ns-3 dumbbell (one P2P link, FIFO), same 10 s: wall {n3:.3f} s")
         print(f"    ratio ns-3 wall / ovssim wall: full path {n3 / wall:.2f}x, bare ports {n3 / w2:.2f}x")
+    if "--profile" in sys.argv[1:]:
+        for name, fn in (("(a)", bench_full_path), ("(b)", bench_two_ports)):
+            groups = profile_split(fn)
+            total = sum(groups.values())
+            print(f"{name} under cProfile ({total:.2f} s; profiling inflates call-heavy code):")
+            for g, sec in sorted(groups.items(), key=lambda kv: -kv[1]):
+                print(f"    {g:38s} {sec:7.3f} s  {100 * sec / total:5.1f} %")
 
 
 if __name__ == "__main__":

@@ -116,8 +116,20 @@ class Cubic(CongestionControl):
             acked = self.slow_start(acked)
             if not acked:
                 return
-        self._update(acked, now)
-        self.additive_increase(self.cnt, acked)
+        if s.cwnd == self.last_cwnd and now - self.last_time <= 1 / 32:
+            self.ack_cnt += acked        # _update's early exit, inline (most ACKs)
+        else:
+            self._update(acked, now)
+        # additive_increase (tcp_cong_avoid_ai), inline
+        w = self.cnt
+        if s.cwnd_cnt >= w:
+            s.cwnd_cnt = 0
+            s.cwnd += 1
+        s.cwnd_cnt += acked
+        if s.cwnd_cnt >= w:
+            delta = s.cwnd_cnt // w
+            s.cwnd_cnt -= delta * w
+            s.cwnd += delta
 
     def _update(self, acked: int, now: float) -> None:
         """``bictcp_update``: segments to deliver per one-segment increase (``ca->cnt``)."""

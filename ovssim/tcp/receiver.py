@@ -46,6 +46,7 @@ class TcpReceiver:
         self.timestamps = timestamps
         self.app_cost = app_cost
         self.cpu = cpu
+        self.cpu_key = flow_key(sock.flow)      # the flow's core (a pure function of the 5-tuple)
         self.ack_size = tcp_frame_size(0, timestamps)
         self.rcv_nxt = 0
         self.rcv_wup = 0            # rcv_nxt when the last ACK was sent
@@ -79,9 +80,17 @@ class TcpReceiver:
 
     def window(self) -> int:
         """``tcp_select_window``: free space, never moving the right edge left."""
-        if self.rcv_nxt == self._win_at and not self.ofo_bytes:
-            return self._win
-        win = self._compute_window()
+        if not self.ofo_bytes:
+            if self.rcv_nxt == self._win_at:
+                return self._win
+            # _compute_window with nothing held out of order, inline
+            win = self.rcvbuf
+            if win >= self.mss:
+                win -= win % self.mss
+            elif win < 0:
+                win = 0
+        else:
+            win = self._compute_window()
         right = self.rcv_nxt + win
         if right < self._right_edge:
             return self._right_edge - self.rcv_nxt
@@ -97,17 +106,21 @@ class TcpReceiver:
         end = seq + pkt.payload
         self.segs_in += 1
         if self.app_cost and self.cpu is not None:
-            self.cpu.serve(now, self.app_cost, flow_key(self.sock.flow))
+            self.cpu.serve(now, self.app_cost, self.cpu_key)
         if seq <= self.last_ack_sent < end:
             self.ts_recent = pkt.ts_val
         rcv_nxt = self.rcv_nxt
         if seq == rcv_nxt:
-            immediate = False
-            rcv_nxt = end
             if self.ofo:
-                rcv_nxt = self._drain_ofo(rcv_nxt)
+                end = self._drain_ofo(end)
                 immediate = True
-            self._deliver(rcv_nxt, now)
+            else:
+                immediate = False
+            # _deliver, inline
+            self.rcv_nxt = end
+            self.bytes_received += end - rcv_nxt
+            if self.on_deliver is not None:
+                self.on_deliver(end - rcv_nxt, now)
         elif end <= rcv_nxt:
             # a retransmission of data already here: quick-ACK mode and an ACK now
             # (tcp_data_queue -> tcp_enter_quickack_mode, tcp_send_dupack)
@@ -133,7 +146,12 @@ class TcpReceiver:
                 self.quick -= 1
             self.send_ack(now)
         else:
-            self._arm_delack(now)
+            # _arm_delack, inline: one pending timer, re-checked when it fires
+            if not self.ack_pending:
+                self.ack_pending = True
+                self._delack_at = now + self.delack
+            if self._delack_ev is None:
+                self._delack_ev = call_at(self.env, self._delack_at, self._delack_fire)
 
     def _deliver(self, new_nxt: int, now: float) -> None:
         n = new_nxt - self.rcv_nxt
@@ -198,7 +216,8 @@ class TcpReceiver:
         pkt.ack = self.rcv_nxt
         pkt.ts_val = now
         pkt.ts_ecr = self.ts_recent
-        pkt.rwnd = self.window()
+        pkt.rwnd = (self._win if self.rcv_nxt == self._win_at and not self.ofo_bytes
+                    else self.window())
         if self.sack and self.ofo:
             blocks = self._sack_blocks()
             pkt.sack = blocks

@@ -87,6 +87,7 @@ class TcpSender:
         self.app_cost = app_cost      # CPU per segment the application hands to TCP
         self.call_cost = call_cost    # CPU per send() call of ``write_size`` bytes
         self.cpu = cpu
+        self.cpu_key = flow_key(sock.flow)      # the flow's core (a pure function of the 5-tuple)
         # sequence space (bytes, starting at 0)
         self.snd_una = 0
         self.snd_nxt = 0
@@ -186,15 +187,21 @@ class TcpSender:
     # -- sending ---------------------------------------------------------------------------
     def push(self) -> None:
         """``tcp_write_xmit``: send what the windows, the buffer and Nagle allow."""
-        env = self.env
-        now = env._now
+        now = self.env._now
         if self.bulk_until is not None:
-            self._refill(now)
+            # _refill, inline (once per ACK): keep a bulk writer's buffer full
+            if now >= self.bulk_until:
+                self.bulk_until = None
+            else:
+                full = self.snd_una + self.sndbuf
+                if full > self.write_end:
+                    self.write_end = full
         rtx = self.rtx
         mss = self.mss
+        # Every field is re-read on each pass: sending can run the peer synchronously on
+        # a path without delay, and its ACK re-enters on_ack/push before this loop resumes.
         while True:
-            pipe = len(rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out
-            if pipe >= self.cwnd:
+            if len(rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out >= self.cwnd:
                 self.cwnd_limited = True
                 break
             if self.lost_out > self.retrans_out and self._retransmit_next(now):
@@ -204,18 +211,22 @@ class TcpSender:
             if n <= 0:
                 self.cwnd_limited = False
                 break
-            if n > mss:
+            if n >= mss:
                 n = mss
-            end = seq + n
-            if end > self.snd_una + self.snd_wnd and len(rtx) > self.head:
-                self.cwnd_limited = False
-                break
-            if n < mss and not self.nodelay and len(rtx) > self.head and self.snd_sml > self.snd_una:
-                self.cwnd_limited = False
-                break
-            # a new segment
-            if n < mss:
+                end = seq + n
+                if end > self.snd_una + self.snd_wnd and len(rtx) > self.head:
+                    self.cwnd_limited = False
+                    break
+            else:
+                end = seq + n
+                if end > self.snd_una + self.snd_wnd and len(rtx) > self.head:
+                    self.cwnd_limited = False
+                    break
+                if not self.nodelay and len(rtx) > self.head and self.snd_sml > self.snd_una:
+                    self.cwnd_limited = False
+                    break
                 self.snd_sml = end
+            # a new segment
             self.snd_nxt = end
             rtx.append([seq, end, now, 0])
             self._transmit(seq, n, now, True)
@@ -230,12 +241,14 @@ class TcpSender:
     def _transmit(self, seq: int, n: int, now: float, new: bool) -> None:
         sock = self.sock
         rcv = sock.receiver
-        size = self.frame_full if n == self.mss else tcp_frame_size(n, self.timestamps)
-        pkt = Packet(sock.flow, size, now, payload=n, seq=seq, kind="data")
-        pkt.ack = rcv.rcv_nxt
+        pkt = Packet(sock.flow, self.frame_full if n == self.mss else tcp_frame_size(n, self.timestamps),
+                     now, payload=n, seq=seq, kind="data")
+        rcv_nxt = rcv.rcv_nxt
+        pkt.ack = rcv_nxt
         pkt.ts_val = now
         pkt.ts_ecr = rcv.ts_recent
-        pkt.rwnd = rcv.window()
+        # rcv.window(), its cached answer inline
+        pkt.rwnd = rcv._win if rcv_nxt == rcv._win_at and not rcv.ofo_bytes else rcv.window()
         self.segs_out += 1
         self.data_segs_out += 1
         self.bytes_sent += n
@@ -244,9 +257,9 @@ class TcpSender:
             cost = self.app_cost + self.call_cost * n / self.write_size
             t = None
             if self.cpu is not None:
-                t = self.cpu.serve(now, cost, flow_key(self.sock.flow))
+                t = self.cpu.serve(now, cost, self.cpu_key)
             pkt.t = t if t is not None else now + cost
-        if rcv.ack_pending or rcv.rcv_nxt != rcv.last_ack_sent:
+        if rcv.ack_pending or rcv_nxt != rcv.last_ack_sent:
             rcv.ack_piggybacked()
         sock.endpoint.send(pkt)
 
@@ -384,7 +397,11 @@ class TcpSender:
         # the retransmission timer restarts when new data is acknowledged (tcp_rearm_rto)
         if acked:
             if len(rtx) > self.head:
-                self._arm_rto(now + self.rtt.rto)      # lazy: moves the deadline, rarely an event
+                # _arm_rto inline, lazy: moves the deadline; an event only if it comes earlier
+                deadline = now + self.rtt.rto
+                self._rto_at = deadline
+                if deadline < self._rto_ev_t:
+                    self._arm_rto(deadline)
             else:
                 self._rto_at = INF
             if self.state == OPEN and not delivered - acked and self.sack and not self.lost_out:
