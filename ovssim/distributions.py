@@ -19,11 +19,12 @@ parameters are plain numbers.  ``unit`` (default seconds) applies to bare number
 in ``values``/``quantiles``/``loc``/``scale``.  Negative draws are clipped to 0.
 
 :class:`Sampler` draws in batches from a ``numpy.random.Generator`` so that a
-per-packet draw costs a list index, not a scipy call.
+per-packet draw costs one C-level iterator step, not a scipy call.
 """
 from __future__ import annotations
 
 import math
+from itertools import chain, repeat
 
 import numpy as np
 from scipy import stats
@@ -199,9 +200,15 @@ class _Scaled(Distribution):
 
 
 class Sampler:
-    """Fast per-packet draws: ``next()`` returns one float, refilling in batches."""
+    """Fast per-packet draws: ``next()`` returns one float, refilling in batches.
 
-    __slots__ = ("dist", "rng", "_buf", "_i", "const")
+    ``next`` is a C-level iterator step (``itertools``) over batches of
+    ``_BATCH`` draws, so a draw costs no Python call; a batch is drawn from the
+    generator when the previous one is used up, as it always was, so the stream
+    of values is the same as drawing them one by one from the same batches.
+    """
+
+    __slots__ = ("dist", "rng", "const", "next")
 
     def __init__(self, dist: Distribution | dict | float | str, rng: np.random.Generator):
         if not isinstance(dist, Distribution):
@@ -209,24 +216,21 @@ class Sampler:
         self.dist = dist
         self.rng = rng
         self.const = dist.const
-        self._buf: list = []
-        self._i = 0
+        self._start()
+
+    def _start(self) -> None:
+        c = self.const
+        self.next = repeat(c).__next__ if c is not None else chain.from_iterable(self._batches()).__next__
+
+    def _batches(self):
+        while True:
+            yield self._refill()
 
     def _refill(self) -> list:
         return self.dist.rvs(_BATCH, self.rng).tolist()
 
-    def next(self) -> float:
-        c = self.const
-        if c is not None:
-            return c
-        i = self._i
-        if i >= len(self._buf):
-            self._buf = self._refill()
-            i = 0
-        self._i = i + 1
-        return self._buf[i]
-
-    __call__ = next
+    def __call__(self) -> float:
+        return self.next()
 
 
 class SumSampler(Sampler):
@@ -243,8 +247,7 @@ class SumSampler(Sampler):
         self.dist = self.rng = None
         consts = [p.const for p in parts]
         self.const = sum(consts) if all(c is not None for c in consts) else None
-        self._buf = []
-        self._i = 0
+        self._start()
 
     def _refill(self) -> list:
         total = 0.0

@@ -16,6 +16,8 @@ def _fire(ev: "Call") -> None:
 
 
 _FIRE = (_fire,)
+#: the ``callbacks`` of a pending :class:`Call`; set it again to re-schedule a Call that fired
+FIRE = _FIRE
 
 
 class Call:

@@ -29,12 +29,12 @@ class Sink:
         self.arrival_times: list[float] = []
 
     def put(self, pkt) -> None:
-        t = pkt.t if pkt.t > self.env.now else self.env.now
         self.count += 1
         self.bytes += pkt.size
         if self.keep:
+            now = self.env._now
             self.packets.append(pkt)
-            self.arrival_times.append(t)
+            self.arrival_times.append(pkt.t if pkt.t > now else now)
 
 
 class DelayElement:

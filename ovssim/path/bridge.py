@@ -115,6 +115,10 @@ class Bridge:
             if out is not in_port and out.carries(vlan):
                 self._emit(out, pkt, vlan, t)
             return
+        self._flood(in_port, pkt, vlan, t)
+
+    def _flood(self, in_port: BridgePort, pkt, vlan, t: float) -> None:
+        """Copies of a frame to every other port of its VLAN (unknown destination)."""
         self.flooded += 1
         targets = [p for p in self.ports if p is not in_port and p.carries(vlan)]
         for i, p in enumerate(targets):
@@ -134,9 +138,25 @@ class Bridge:
         return t, vlan
 
     def receive(self, port: BridgePort, pkt) -> None:
-        admitted = self.admit(port, pkt)
-        if admitted is not None:
-            self.process(port, pkt, admitted[1], admitted[0])
+        """:meth:`admit` (inlined: it runs for every frame), then :meth:`process`."""
+        now = self.env._now
+        t = pkt.t if pkt.t > now else now
+        pv = port.vlan
+        if pv is not None:                                   # access port
+            if pkt.vlan is not None and pkt.vlan != pv:
+                self.vlan_drops += 1
+                port.dropped += 1
+                return
+            vlan = pv
+        else:
+            vlan = pkt.vlan
+            if port.trunks is not None and vlan not in port.trunks:
+                self.vlan_drops += 1
+                port.dropped += 1
+                return
+        if pkt.stamps is not None:
+            pkt.stamps[self.name] = t
+        self.process(port, pkt, vlan, t)
 
     def process(self, port: BridgePort, pkt, vlan, t: float) -> None:  # pragma: no cover - abstract
         """Forward an admitted frame: the subclass's timing, then :meth:`deliver`."""

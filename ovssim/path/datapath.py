@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ..distributions import Sampler, SumSampler
+from ..packet import VLAN_TAG
 from .bridge import Bridge
 from .cpu import CpuPool, flow_key
 
@@ -99,7 +100,8 @@ class OvsDatapath(Bridge):
         self.rules = list(rules or [])
         self.latency_s = latency if latency is not None and latency.const != 0.0 else None
         self._last_out = 0.0
-        self.cache: OrderedDict = OrderedDict()    # key -> [installed_at, last_used, queue]
+        # key -> [installed_at, last_used, queue, flow_key(flow)]
+        self.cache: OrderedDict = OrderedDict()
         self.hit = 0
         self.missed = 0
         self.lost = 0
@@ -122,15 +124,44 @@ class OvsDatapath(Bridge):
             self.cache.move_to_end(key)
             if entry[2] is not None:
                 pkt.queue_id = entry[2]
-            done = self.cpu.serve(t, self._hit_work.next() + mask_cost, flow_key(pkt.flow))
+            done = self.cpu.serve(t, self._hit_work.next() + mask_cost, entry[3])
             if done is None:
                 self.cpu_drops += 1
                 return
-            self.deliver(port, pkt, vlan, self._after_latency(done))
+            if self.latency_s is not None:
+                done = self._after_latency(done)
+            # Bridge.deliver, inlined for a unicast frame to a known, live destination
+            fdb = self.fdb
+            fdb[(vlan, pkt.src_mac)] = (port, done)          # learn
+            e = fdb.get((vlan, pkt.dst_mac))
+            self.forwarded += 1
+            if e is None or done - e[1] > self.mac_aging:
+                self._flood(port, pkt, vlan, done)
+                return
+            out = e[0]
+            if out is port:
+                return
+            ov = out.vlan
+            if ov is not None:                       # access: leaves untagged (Bridge._emit)
+                if vlan != ov:
+                    return
+                if pkt.vlan is not None:
+                    pkt.size -= VLAN_TAG
+                pkt.vlan = None
+            else:                                    # trunk: keeps / gains the tag
+                if out.trunks is not None and vlan not in out.trunks:
+                    return
+                if vlan is not None and pkt.vlan is None:
+                    pkt.size += VLAN_TAG
+                pkt.vlan = vlan
+            pkt.t = done
+            out.tx += 1
+            out.egress.put(pkt)
             return
         # -- miss: upcall to ovs-vswitchd -------------------------------------------
         self.missed += 1
-        t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost, flow_key(pkt.flow))
+        fkey = flow_key(pkt.flow)
+        t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost, fkey)
         if t_miss is None:
             self.cpu_drops += 1
             return
@@ -145,7 +176,7 @@ class OvsDatapath(Bridge):
             if len(self.cache) >= self.flow_limit:
                 self.cache.popitem(last=False)
                 self.evicted += 1
-            self.cache[key] = [done, done, queue]
+            self.cache[key] = [done, done, queue, fkey]
         self.deliver(port, pkt, vlan, self._after_latency(done + self.actions_s.next()))
 
     def _after_latency(self, t: float) -> float:
@@ -167,7 +198,7 @@ class OvsDatapath(Bridge):
     def flows(self, t: float | None = None) -> int:
         """Datapath flows alive at ``t`` (installed and not idle past ``max_idle``)."""
         t = self.env.now if t is None else t
-        return sum(1 for inst, used, _q in self.cache.values() if inst <= t and t - used <= self.max_idle)
+        return sum(1 for inst, used, _q, _k in self.cache.values() if inst <= t and t - used <= self.max_idle)
 
     def counters(self) -> dict:
         c = super().counters()

@@ -37,9 +37,8 @@ class Endpoint:
         return self._next_port
 
     def send(self, pkt) -> None:
+        # untagged: an access port tags on ingress to the bridge, not in the guest
         self.sent += 1
-        if self.vlan is not None and pkt.vlan is None:
-            pass  # access ports tag on ingress to the bridge, not in the guest
         self.out.put(pkt)
 
     def put(self, pkt) -> None:

@@ -21,10 +21,15 @@ from __future__ import annotations
 
 from collections import deque
 
+from heapq import heappush
+
+from simpy.events import NORMAL
+
 from ..packet import ETH_PREAMBLE_FCS_IFG
 from ..qdisc import make_qdisc
 from ..qdisc.base import Device
-from ..sched import call_at
+from ..qdisc.pfifo import PFifo
+from ..sched import Call, call_at
 
 
 class EgressPort:
@@ -58,6 +63,9 @@ class EgressPort:
         # no event and the packet goes on with its departure time.
         self.analytic = bool(lookahead and getattr(self.qdisc, "analytic_fifo", False))
         self._free_at = 0.0
+        # pfifo's tail-drop test (qlen >= limit), inlined on the analytic path
+        self._pkt_limit = type(self.qdisc).full_for is PFifo.full_for if self.analytic else False
+        self._arrive_cb = self._arrive_fifo if self.analytic else self._arrive
         # Lookahead with any other qdisc: a transmission's end costs an event only when a
         # packet is waiting for it (the next dequeue must happen then); otherwise the packet
         # goes on at once with its departure time, like the analytic FIFO.
@@ -76,11 +84,13 @@ class EgressPort:
 
     # -- input -------------------------------------------------------------------
     def put(self, pkt) -> None:
-        arrive = self._arrive_fifo if self.analytic else self._arrive
-        if pkt.t > self.env._now:
-            call_at(self.env, pkt.t, arrive, pkt)
+        env = self.env
+        t = pkt.t
+        if t > env._now:
+            # call_at(env, t, self._arrive_cb, pkt), inlined: the hottest line of a run
+            heappush(env._queue, (t, NORMAL, next(env._eid), Call(self._arrive_cb, pkt)))
         else:
-            arrive(pkt)
+            self._arrive_cb(pkt)
 
     def sync(self, now: float | None = None) -> None:
         """Bring an analytic FIFO's qdisc counters up to ``now`` (packets that started are sent)."""
@@ -102,39 +112,42 @@ class EgressPort:
         q = self.qdisc
         st = q.stats
         st.arrivals += 1
-        if pkt.stamps is not None:
-            pkt.stamps[self.name + ".enq"] = now
-        if self._waiting and self._waiting[0][0] <= now:
+        stamps = pkt.stamps
+        if stamps is not None:
+            stamps[self.name + ".enq"] = now
+        waiting = self._waiting
+        if waiting and waiting[0][0] <= now:
             self.sync(now)
-        if q.full_for(pkt):
+        if (st.qlen >= q.limit) if self._pkt_limit else q.full_for(pkt):
             q.drop(pkt, now, "limit")
             return
+        size = pkt.size
         free_at = self._free_at
         start = now if now >= free_at else free_at
         if self._sec_per_byte:
-            done = start + (pkt.size + self.framing) * self._sec_per_byte
+            done = start + (size + self.framing) * self._sec_per_byte
         elif self.service is not None:
             done = self.service(pkt, start)
             if done is None:
                 st.packets += 1
-                st.bytes += pkt.size
+                st.bytes += size
                 self._dropped(pkt, now, "backend")
                 return
         else:
             done = start
         if start > now:
             st.qlen += 1
-            st.backlog += pkt.size
-            self._waiting.append((start, pkt.size))
+            st.backlog += size
+            waiting.append((start, size))
         else:
             st.packets += 1
-            st.bytes += pkt.size
+            st.bytes += size
         self._free_at = done
         self.busy_time += done - start
-        if pkt.stamps is not None:
-            pkt.stamps[self.name + ".deq"] = start
+        if stamps is not None:
+            stamps[self.name + ".deq"] = start
         self.tx_packets += 1
-        self.tx_bytes += pkt.size
+        self.tx_bytes += size
         pkt.t = done + self.prop_delay
         self.out.put(pkt)
 

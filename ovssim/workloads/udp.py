@@ -11,14 +11,17 @@ datagrams at 95 Mbit/s for 10 s, 100 iterations.
 """
 from __future__ import annotations
 
+from heapq import heappush
+
 import numpy as np
+from simpy.events import NORMAL
 
 from .. import units
 from ..errors import ConfigError
 from ..metrics import JitterEstimator, percentile
 from ..packet import FlowKey, Packet, udp_frame_size
 from ..path.cpu import flow_key
-from ..sched import call_at
+from ..sched import FIRE, call_at
 from .base import Metric, RunContext, Workload
 
 IPERF_PORT = 5001
@@ -94,15 +97,16 @@ class IperfUdp(Workload):
         self.stage_samples: dict[str, list] = {}
         self.send_cost = ctx.extra.get("app", {}).get("send_per_packet", 0.0)
         self.recv_cost = ctx.extra.get("app", {}).get("recv_per_packet", 0.0)
-        call_at(self.env, self.t0, self._send)
+        self._timer = call_at(self.env, self.t0, self._send)
 
     def _send(self, _=None) -> None:
         env = self.env
         now = env._now
         if now >= self.t_end - 1e-12:
             return
-        pkt = Packet(self.flow, self.size, now, payload=self.length, seq=self.sent, tos=self.tos)
-        if self.trace_every and self.sent % self.trace_every == 0:
+        seq = self.sent
+        pkt = Packet(self.flow, self.size, now, self.length, seq, None, 0, self.tos)
+        if self.trace_every and seq % self.trace_every == 0:
             pkt.stamps = {"app.send": now}
         cpu = self.src.cpu
         nxt = now + self.gap
@@ -116,9 +120,13 @@ class IperfUdp(Workload):
             pkt.t = done
             if done > nxt:
                 nxt = done
-        self.sent += 1
+        self.sent = seq + 1
         self.src.send(pkt)
-        call_at(env, nxt, self._send)
+        # call_at(env, nxt, self._send) with the timer's own Call, which has just fired:
+        # the same heap entry SimPy would get, without a new object per datagram
+        timer = self._timer
+        timer.callbacks = FIRE
+        heappush(env._queue, (nxt, NORMAL, next(env._eid), timer))
 
     def _received(self, pkt) -> None:
         now = self.env._now
