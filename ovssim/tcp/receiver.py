@@ -21,7 +21,7 @@ What it models (net/ipv4/tcp_input.c: ``tcp_data_queue``, ``__tcp_ack_snd_check`
 """
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_right
 
 from ..path.cpu import flow_key
 from ..packet import Packet, tcp_frame_size
@@ -161,42 +161,62 @@ class TcpReceiver:
             self.on_deliver(n, now)
 
     def _add_ofo(self, s: int, e: int) -> None:
+        """Queue ``[s, e)`` out of order, merged with the intervals it overlaps or touches.
+
+        The queue's intervals are sorted, disjoint and never adjacent, so only the
+        neighbours of the new one can merge: found by bisection, not by a scan.
+        """
         ofo = self.ofo
-        insort(ofo, [s, e])
-        # merge overlapping/adjacent intervals (few intervals: linear is fine)
-        merged = []
-        total = 0
-        for a, b in ofo:
-            if merged and a <= merged[-1][1]:
-                if b > merged[-1][1]:
-                    merged[-1][1] = b
-            else:
-                merged.append([a, b])
-        for a, b in merged:
-            total += b - a
-        self.ofo = merged
-        self.ofo_bytes = total
+        i = bisect_right(ofo, [s, e])
+        if i and ofo[i - 1][1] >= s:
+            i -= 1
+            blk = ofo[i]
+            removed = blk[1] - blk[0]
+            end = blk[1] if blk[1] > e else e
+        else:
+            blk = [s, e]
+            ofo.insert(i, blk)
+            removed = 0
+            end = e
+        j = i + 1
+        n = len(ofo)
+        while j < n and ofo[j][0] <= end:
+            nb = ofo[j]
+            removed += nb[1] - nb[0]
+            if nb[1] > end:
+                end = nb[1]
+            j += 1
+        if j > i + 1:
+            del ofo[i + 1:j]
+        blk[1] = end
+        self.ofo_bytes += end - blk[0] - removed
         self._last_block_start = s
 
     def _drain_ofo(self, nxt: int) -> int:
+        """Take the queued intervals ``nxt`` reaches; return the new ``rcv_nxt``."""
         ofo = self.ofo
-        while ofo and ofo[0][0] <= nxt:
-            a, b = ofo.pop(0)
-            self.ofo_bytes -= b - a
+        i = 0
+        n = len(ofo)
+        removed = 0
+        while i < n and ofo[i][0] <= nxt:
+            a, b = ofo[i]
+            removed += b - a
             if b > nxt:
                 nxt = b
-        # drop bytes already covered inside a partially overlapping interval
+            i += 1
+        if i:
+            del ofo[:i]
+            self.ofo_bytes -= removed
         return nxt
 
     def _sack_blocks(self):
         ofo = self.ofo
         if not ofo:
             return None
-        recent = None
-        for blk in ofo:
-            if blk[0] <= self._last_block_start < blk[1]:
-                recent = blk
-                break
+        # the block holding the most recently received segment (intervals are disjoint)
+        x = self._last_block_start
+        i = bisect_right(ofo, [x, INF]) - 1
+        recent = ofo[i] if i >= 0 and x < ofo[i][1] else None
         out = []
         if recent is not None:
             out.append((recent[0], recent[1]))

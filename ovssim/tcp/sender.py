@@ -39,6 +39,7 @@ timer, slow start after idle.
 from __future__ import annotations
 
 from bisect import bisect_left
+from operator import itemgetter
 
 from ..path.cpu import flow_key
 from ..packet import Packet, tcp_frame_size
@@ -60,8 +61,7 @@ LOSS = "loss"
 INF = float("inf")
 
 
-def _seq_of(rec):
-    return rec[0]
+_seq_of = itemgetter(0)      # a record's start: the key of bisect over the scoreboard
 
 
 class TcpSender:
