@@ -83,6 +83,11 @@ class RtSc:
             return
         if y1 <= y:                          # concave
             return
+        self.min_concave(sc, x, y, y1)
+
+    def min_concave(self, sc, x: float, y: float, y1: float) -> None:
+        """``rtsc_min`` for a concave ``sc`` whose start (x, y) lies below this curve (``y1`` = x2y(x))."""
+        sm1, d, sm2 = sc
         y2 = self.x2y(x + d)
         if y2 >= y + sm1 * d:
             self.x, self.y, self.dx, self.dy = x, y, d, sm1 * d
@@ -97,7 +102,7 @@ class HfscClass:
     __slots__ = ("classid", "parent", "children", "level", "rsc", "fsc", "usc", "deadline",
                  "eligible", "virtual", "ulimit", "cumul", "total", "e", "d", "vt", "vtadj",
                  "vtperiod", "parentperiod", "nactive", "cvtmin", "cvtoff", "f", "myf", "cfmin",
-                 "leaf", "in_el", "act", "spec_qdisc", "bytes", "packets")
+                 "leaf", "in_el", "act", "spec_qdisc", "bytes", "packets", "rlin", "flin", "ulin")
 
     def __init__(self, classid: int, rsc=None, fsc=None, usc=None, spec_qdisc=None):
         self.classid = classid
@@ -109,6 +114,9 @@ class HfscClass:
         self.eligible = RtSc(rsc) if rsc else None
         self.virtual = RtSc(fsc) if fsc else None
         self.ulimit = RtSc(usc) if usc else None
+        # a linear curve (no first segment) keeps dx = dy = 0 for ever: x2y / y2x reduce to
+        # one line, with the same floats (adding a zero dx / dy changes no value)
+        self.rlin, self.flin, self.ulin = (c is not None and c[1] == 0 and c[0] <= c[2] for c in (rsc, fsc, usc))
         self.cumul = 0.0
         self.total = 0.0
         self.e = self.d = 0.0
@@ -157,6 +165,11 @@ def _curve(kind: str, cid, name: str, v):
                           fix='write e.g. ls = "10mbit" or rt = { m1 = "20mbit", d = "10ms", m2 = "5mbit" }') from None
 
 
+def _first(d: dict):
+    for k in d:
+        return k
+
+
 def _update_cfmin(cl: HfscClass) -> None:
     """``update_cfmin``: the smallest fit time among the active children (0 if none)."""
     act = cl.act
@@ -199,6 +212,9 @@ class Hfsc(Qdisc):
         for c in self.leaves:
             c.leaf = classful.Leaf(self, classful.make_child(c.spec_qdisc, self.dev))
         self.eltree: dict[HfscClass, None] = {}
+        self._leafmap = {c.classid: c for c in self.leaves}       # classify() without the walk
+        cl = self.classes.get(self.handle | self.defcls)
+        self._defleaf = cl if cl is not None and not cl.children else None
         self._wake: float | None = None
         self.unclassified = 0
 
@@ -288,19 +304,45 @@ class Hfsc(Qdisc):
             return None
         return cl
 
+    # The per-packet paths below inline the runtime-curve arithmetic of RtSc.x2y / y2x /
+    # min_with (same operations in the same order, so the same floats): they run for every
+    # packet, and a Python call costs more than the arithmetic.
     def enqueue(self, pkt, now: float) -> bool:
         st = self.stats
         st.arrivals += 1
-        cl = self.classify(pkt)
+        q = pkt.queue_id                            # classify(): a leaf of ours, else the default
+        cl = self._leafmap.get(pkt.priority if q is None else (self.major << 16) | (q + 1))
         if cl is None:
-            self.unclassified += 1
-            self.drop(pkt, now, "unclassified")
-            return False
-        first = cl.leaf.qlen == 0
-        ok = cl.leaf.enqueue(pkt, now)
+            cl = self._defleaf
+            if cl is None:
+                self.unclassified += 1
+                self.drop(pkt, now, "unclassified")
+                return False
+        leaf = cl.leaf
+        fifo = leaf._fifo
+        first = not fifo if fifo is not None else leaf.qlen == 0
+        ok = leaf.enqueue(pkt, now)
         if ok and first:
             if cl.rsc is not None:
-                self._init_ed(cl, pkt.size, now)
+                if cl.rlin:                         # _init_ed, linear curve
+                    cumul = cl.cumul
+                    dl = cl.deadline
+                    rx = dl.x
+                    if now > rx and dl.y + (now - rx) * dl.sm2 >= cumul or now <= rx and dl.y >= cumul:
+                        dl.x = rx = now             # min_with: restart at (now, cumul)
+                        dl.y = cumul
+                    ry = dl.y
+                    el = cl.eligible                # the deadline curve itself
+                    el.x = rx
+                    el.y = ry
+                    sm2 = dl.sm2
+                    cl.e = rx if cumul <= ry else rx + (cumul - ry) / sm2
+                    y = cumul + pkt.size
+                    cl.d = rx if y <= ry else rx + (y - ry) / sm2
+                    self.eltree[cl] = None
+                    cl.in_el = True
+                else:
+                    self._init_ed(cl, pkt.size, now)
             if cl.fsc is not None:
                 self._init_vf(cl, now)
         return ok
@@ -327,8 +369,9 @@ class Hfsc(Qdisc):
         parent = cl.parent
         while parent is not None:
             if go_active:
-                go_active = cl.nactive == 0
-                cl.nactive += 1
+                n = cl.nactive
+                cl.nactive = n + 1
+                go_active = not n
             if go_active:
                 act = parent.act
                 if act:
@@ -336,45 +379,86 @@ class Hfsc(Qdisc):
                     for c in act:                   # rb_last(vt_tree): the largest vt
                         if c.vt > vt:
                             vt = c.vt
-                    if parent.cvtmin != 0:
-                        vt = (parent.cvtmin + vt) / 2
+                    cvtmin = parent.cvtmin
+                    if cvtmin != 0:
+                        vt = (cvtmin + vt) / 2
                     if parent.vtperiod != cl.parentperiod or vt > cl.vt:
                         cl.vt = vt
+                    vt = cl.vt
                 else:
-                    cl.vt = parent.cvtoff
+                    cl.vt = vt = parent.cvtoff
                     parent.cvtmin = 0.0
-                cl.virtual.min_with(cl.fsc, cl.vt, cl.total)
+                total = cl.total
+                rt = cl.virtual                     # rt.min_with(cl.fsc, vt, total)
+                if cl.flin:
+                    rx = rt.x
+                    if vt > rx and rt.y + (vt - rx) * rt.sm2 >= total or vt <= rx and rt.y >= total:
+                        rt.x = vt
+                        rt.y = total
+                else:
+                    rt.min_with(cl.fsc, vt, total)
                 cl.vtadj = 0.0
                 cl.vtperiod += 1
-                cl.parentperiod = parent.vtperiod + (1 if parent.nactive == 0 else 0)
-                cl.f = 0.0
+                cl.parentperiod = parent.vtperiod + (not parent.nactive)
                 act[cl] = None
-                if cl.usc is not None:
+                if cl.ulin:                         # ul.min_with(usc, now, total); myf = ul.y2x(total)
                     ul = cl.ulimit
-                    ul.min_with(cl.usc, now, cl.total)
-                    cl.myf = ul.y2x(cl.total)
-            f = cl.myf if cl.myf > cl.cfmin else cl.cfmin
-            if f == cl.f and not go_active:
-                break                               # nothing changes further up
-            cl.f = f
-            _update_cfmin(parent)
+                    rx = ul.x
+                    if now > rx and ul.y + (now - rx) * ul.sm2 >= total or now <= rx and ul.y >= total:
+                        ul.x = rx = now
+                        ul.y = total
+                    ry = ul.y
+                    cl.myf = myf = rx if total <= ry else rx + (total - ry) / ul.sm2
+                elif cl.usc is not None:
+                    ul = cl.ulimit
+                    ul.min_with(cl.usc, now, total)
+                    cl.myf = myf = ul.y2x(total)
+                else:
+                    myf = cl.myf
+                cfmin = cl.cfmin
+                cl.f = f = myf if myf > cfmin else cfmin
+                if len(act) == 1:                   # update_cfmin(parent): cl is its only active child
+                    parent.cfmin = f
+                else:
+                    m = _INF
+                    for c in act:
+                        if c.f < m:
+                            m = c.f
+                    parent.cfmin = 0.0 if m == _INF else m
+            else:
+                myf, cfmin = cl.myf, cl.cfmin
+                f = myf if myf > cfmin else cfmin
+                if f == cl.f:
+                    break                           # nothing changes further up
+                cl.f = f
+                _update_cfmin(parent)
             cl = parent
             parent = cl.parent
 
-    def _update_vf(self, cl: HfscClass, length: int) -> None:
-        """``update_vf``: charge ``length`` bytes up the tree; idle classes leave link-sharing."""
-        go_passive = cl.fsc is not None and cl.leaf.qlen == 0
+    def _update_vf(self, cl: HfscClass, length: int, idle: bool) -> None:
+        """``update_vf``: charge ``length`` bytes up the tree; idle classes leave link-sharing.
+
+        ``idle``: the leaf ``cl`` has nothing left to send."""
+        go_passive = idle and cl.fsc is not None
         parent = cl.parent
         while parent is not None:
-            cl.total += length
-            if cl.fsc is None or cl.nactive == 0:
+            total = cl.total + length
+            cl.total = total
+            if not cl.nactive or cl.fsc is None:
                 cl = parent
                 parent = cl.parent
                 continue
             if go_passive:
-                cl.nactive -= 1
-                go_passive = cl.nactive == 0
-            vt = cl.virtual.y2x(cl.total) + cl.vtadj
+                n = cl.nactive - 1
+                cl.nactive = n
+                go_passive = n == 0
+            rt = cl.virtual                         # vt = rt.y2x(total) + cl.vtadj
+            if cl.flin:
+                ry = rt.y
+                vt = rt.x if total <= ry else rt.x + (total - ry) / rt.sm2
+            else:
+                vt = rt.y2x(total)
+            vt += cl.vtadj
             cvtmin = parent.cvtmin
             if vt < cvtmin:
                 cl.vtadj += cvtmin - vt
@@ -383,12 +467,22 @@ class Hfsc(Qdisc):
             if go_passive:
                 if vt > parent.cvtoff:
                     parent.cvtoff = vt
-                del parent.act[cl]
-                _update_cfmin(parent)
+                act = parent.act
+                del act[cl]
+                if act:
+                    _update_cfmin(parent)
+                else:
+                    parent.cfmin = 0.0
             else:
                 if cl.usc is not None:
-                    cl.myf = cl.ulimit.y2x(cl.total)
-                f = cl.myf if cl.myf > cl.cfmin else cl.cfmin
+                    ul = cl.ulimit                  # cl.myf = ul.y2x(total)
+                    if cl.ulin:
+                        ry = ul.y
+                        cl.myf = ul.x if total <= ry else ul.x + (total - ry) / ul.sm2
+                    else:
+                        cl.myf = ul.y2x(total)
+                myf, cfmin = cl.myf, cl.cfmin
+                f = myf if myf > cfmin else cfmin
                 if f != cl.f:
                     cl.f = f
                     _update_cfmin(parent)
@@ -418,7 +512,8 @@ class Hfsc(Qdisc):
             return None
         cl = None
         best_d = _INF
-        for c in self.eltree:                       # eltree_get_mindl
+        eltree = self.eltree
+        for c in eltree:                            # eltree_get_mindl
             if c.e <= now and c.d < best_d:
                 cl, best_d = c, c.d
         realtime = cl is not None
@@ -436,28 +531,49 @@ class Hfsc(Qdisc):
         size = pkt.size
         cl.bytes += size
         cl.packets += 1
-        self._update_vf(cl, size)
+        fifo = leaf._fifo
+        if fifo is not None:
+            qlen = len(fifo)
+            nxt = fifo[0] if fifo else None
+        else:
+            qlen = leaf.qlen
+            nxt = None
+        if cl.fsc is not None or cl.parent.parent is not None:
+            self._update_vf(cl, size, not qlen)
+        else:
+            cl.total += size                        # update_vf has only this to do
         if realtime:
             cl.cumul += size
         if cl.rsc is not None:
-            if leaf.qlen:
-                nxt = leaf.peek(now)
-                next_len = nxt.size if nxt is not None else 0
+            if qlen:
+                if fifo is None:
+                    nxt = leaf.peek(now)
                 if nxt is None:                     # the child dropped everything it held
-                    self.eltree.pop(cl, None)
+                    eltree.pop(cl, None)
                     cl.in_el = False
-                elif realtime:
-                    cl.e = cl.eligible.y2x(cl.cumul)
-                    cl.d = cl.deadline.y2x(cl.cumul + next_len)
+                elif cl.rlin:                       # d = deadline.y2x(cumul + next_len); e = eligible.y2x(cumul)
+                    dl = cl.deadline
+                    rx, ry, sm2 = dl.x, dl.y, dl.sm2
+                    cumul = cl.cumul
+                    y = cumul + nxt.size
+                    cl.d = rx if y <= ry else rx + (y - ry) / sm2
+                    if realtime:
+                        cl.e = rx if cumul <= ry else rx + (cumul - ry) / sm2
                 else:
-                    cl.d = cl.deadline.y2x(cl.cumul + next_len)
+                    cl.d = cl.deadline.y2x(cl.cumul + nxt.size)
+                    if realtime:
+                        cl.e = cl.eligible.y2x(cl.cumul)
             else:
-                self.eltree.pop(cl, None)
+                eltree.pop(cl, None)
                 cl.in_el = False
         return pkt
 
     def _watchdog_time(self, now: float) -> float | None:
-        t = min((c.e for c in self.eltree), default=None)
+        t = None
+        for c in self.eltree:                       # the first eligible time
+            e = c.e
+            if t is None or e < t:
+                t = e
         cf = self.root.cfmin
         if cf:
             t = cf if t is None or cf < t else t
