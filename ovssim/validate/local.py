@@ -1,0 +1,277 @@
+"""This machine's namespace testbed (``data/local/local-bridges``, collected by ``ovssim collect``).
+
+Split: the profile ``calibration/local_netns.toml`` is fitted on the
+**single-bridge, unshaped** runs (port qdisc ``none``) of OVS and of the Linux
+bridge: iperf3 TCP throughput and qperf ``tcp_lat`` RTT (simulated as netperf
+TCP_RR).  Held out: 2- and 4-bridge chains with patch ports and veth pairs,
+the pfifo_fast / HTB / TBF configurations (the 50 Mbit/s shaping rate is never
+seen by the fit), the iperf3 UDP and iperf 2 jitter runs, and the ping RTT
+distributions (a workload the fit never used).
+
+Issue 4's check (HTB, TBF and pfifo_fast against the real kernel) is the
+shaped part of this testbed; its rows carry ``kind = shaped_throughput``
+(target 2%) and are reported in their own section.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..fit.calibrate import Param, Target, target_sigma
+from . import plots
+from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
+from .compare import Comparison, ks_distance, mean_ci
+from .simulate import Config, Runner
+
+DATA = ROOT / "data" / "local" / "local-bridges"
+# measured workload -> (sim workload table without from/to/start, simulated span in s)
+WORKLOADS = {
+    "tcp": ({"tool": "iperf", "proto": "tcp", "C": "cubic", "t": "0.2s"}, 0.2),
+    "rr": ({"tool": "netperf", "test": "TCP_RR", "r": "1,1", "l": "0.2s"}, 0.2),
+    "ping": ({"tool": "ping", "c": 100, "i": "10ms"}, 1.0),
+    "udp40": ({"tool": "iperf", "proto": "udp", "b": "40mbit", "l": "1400b", "t": "0.5s"}, 0.5),
+    "jitter_iperf2": ({"tool": "iperf", "proto": "udp", "b": "20mbit", "l": "1470b", "t": "0.5s", "port": 5002}, 0.5),
+}
+# run order inside one simulated run: TCP last, so its standing queue (e.g. 1000 packets behind a 50 Mbit/s
+# shaper drain for ~0.24 s) and its CPU backlog cannot spill into the other workloads
+ORDER = ["udp40", "jitter_iperf2", "ping", "rr", "tcp"]
+# (measured workload, measured metric, factor to sim unit, sim metric, unit, report metric)
+METRICS = [("tcp", "throughput", 1e-6, "throughput", "Mbit/s", "throughput"),
+           ("rr", "tcp_rr_rtt", 1e3, "rtt_mean", "ms", "rtt"),
+           ("ping", "rtt_mean", 1e3, "rtt_mean", "ms", "rtt"),
+           ("udp40", "throughput", 1e-6, "throughput", "Mbit/s", "throughput"),
+           ("udp40", "jitter", 1e3, "jitter", "ms", "jitter"),
+           ("jitter_iperf2", "jitter", 1e3, "jitter", "ms", "jitter")]
+SHAPED = {"htb50", "tbf50"}
+
+
+def qdisc_spec(name: str, bridge: str):
+    """The collector's qdisc configurations (data/campaigns/local-bridges.toml, ovssim/collect/qos.py)."""
+    if name in ("none", "-"):
+        return None               # veth's default (noqueue); the simulator's port default stands in
+    if name == "pfifo_fast":
+        return {"kind": "pfifo_fast"}
+    if name == "htb50":           # OVS QoS table (max-rate on QoS and queue 0); tc htb 1:1 rate=ceil on Linux
+        return {"type": "linux-htb", "other-config": {"max-rate": "50000000"},
+                "queues": {"0": {"max-rate": "50000000"}}}
+    if name == "tbf50":           # tc tbf rate 50mbit burst max(10 frames, 4 ms of rate) latency 50ms
+        return {"kind": "tbf", "rate": "50mbit", "burst": 25000, "latency": "50ms"}
+    raise KeyError(name)
+
+
+def load_measured(data: Path = DATA) -> pd.DataFrame:
+    from ..collect.store import load_results
+    df = load_results(data)
+    return df[df["status"] == "ok"].copy()
+
+
+def _label(bridge, chain, link, qdisc) -> str:
+    s = f"{bridge}-{chain}"
+    if int(chain) > 1:
+        s += f"-{link}"
+    return s + ("" if qdisc == "none" else f"-{qdisc}")
+
+
+def _config(bridge: str, chain: int, link: str, qdisc: str, workloads: list[str]) -> Config:
+    base = load_scenario_dict("local_netns.toml")
+    edits = {"bridge.br": {"kind": bridge, "chain": int(chain), "link": "patch" if link == "-" else link}}
+    q = qdisc_spec(qdisc, bridge)
+    if q is not None:
+        edits["vm.ns2"] = {"qdisc": q}
+    if int(chain) > 1:
+        edits["vm.ns2"] = {**edits.get("vm.ns2", {}), "bridge": f"br-{int(chain)}"}
+    wls, t = [], 0.0
+    for w in sorted(workloads, key=ORDER.index):
+        spec, span = WORKLOADS[w]
+        wls.append({"name": w, "from": "ns1", "to": "ns2", "start": f"{t:.3f}s", **spec})
+        t += span + 0.1
+    sc = variant(base, workloads=wls, **edits)
+    sc["scenario"]["duration"] = f"{t:.3f}s"
+    return Config(_label(bridge, chain, link, qdisc), sc,
+                  {"bridge": bridge, "chain": int(chain), "link": link, "qdisc": qdisc})
+
+
+def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
+    df = load_measured(data)
+    keys = ["bridge", "chain", "link", "qdisc"]
+    measured_wl = df.groupby(keys)["workload"].unique()
+    # -- fit: single bridge, unshaped, OVS and Linux; TCP throughput + RR RTT ---------------------
+    fit_keys = [("ovs", 1, "-", "none"), ("linux", 1, "-", "none")]
+    fit_cfgs = [_config(*k, ["tcp", "rr"]) for k in fit_keys]
+    targets = []
+    for k in fit_keys:
+        sel = df[(df["bridge"] == k[0]) & (df["chain"] == k[1]) & (df["qdisc"] == k[3])]
+        for wl, mm, f, sm, unit, _ in METRICS[:2]:
+            runs = sel[(sel["workload"] == wl) & (sel["metric"] == mm)]["value"].to_numpy(float) * f
+            sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
+            targets.append(Target(f"{_label(*k)}/{wl}", sm, float(runs.mean()), sigma, unit, runs, how))
+    params = [Param.parse("ovs.stats:scale=0.5us..200us"),
+              Param.parse("vif.container-veth.cpu_per_packet=0.05us..20us"),
+              Param.parse("host.stack_delay:scale=0.5us..60us"),
+              Param.parse("ovs.latency=0us..400us")]
+    path, res = fit_profile(runner, settings, name="local_netns", configs=fit_cfgs, params=params, targets=targets,
+                            data_files=[data / "results.csv"] if (data / "results.csv").is_file() else [],
+                            description="This machine's namespace testbed (2 shared cores; OVS 3.1 netdev datapath "
+                                        "and Linux bridge): fitted on single-bridge unshaped runs only",
+                            method_note="targets: iperf3 TCP throughput and qperf tcp_lat RTT of the 1-bridge, "
+                                        "qdisc=none runs of OVS and Linux bridge; sigma = std/sqrt(n) of the runs",
+                            x0={"ovs.stats:scale": 40e-6, "vif.container-veth.cpu_per_packet": 0.3e-6,
+                                "host.stack_delay:scale": 8e-6, "ovs.latency": 150e-6}, max_evals=28)
+    # -- predict everything measured -----------------------------------------------------------
+    cfgs = []
+    for k, wls in measured_wl.items():
+        wls = [w for w in wls if w in WORKLOADS]
+        if not wls:
+            continue
+        if settings.fast and _label(*k) not in ("ovs-2-patch", "linux-1-tbf50"):
+            continue
+        cfgs.append(_config(*k, wls))
+    sims = runner.run(cfgs, str(path), reps=settings.reps, seed=2026)
+    tb = TestbedResult("local_netns", "This machine: namespace testbed (data/local/local-bridges)",
+                       profile=str(path.relative_to(ROOT)))
+    shaped = TestbedResult("local_qdiscs", "Issue 4: HTB, TBF and pfifo_fast against the real kernel (this machine)",
+                           profile=str(path.relative_to(ROOT)), section="qdiscs")
+    tb.split = ("Fitted on the 1-bridge unshaped runs of OVS and Linux bridge (TCP throughput and TCP_RR RTT, "
+                "4 parameters, 4 targets: OVS's CPU cost per packet, its non-CPU latency, the veth crossing and "
+                "the receive stack). Held out: chains of 2 and 4 bridges (patch ports, veth pairs), "
+                "qdisc configurations, UDP and jitter runs, and ping RTT (a workload the fit never saw).")
+    shaped.split = ("Nothing about the qdiscs is fitted: the shaped rate (50 Mbit/s) and the qdiscs' parameters "
+                    "come from the campaign file, the host parameters from the unshaped fit.")
+    tb.fit = fit_summary(res, path)
+    for c in cfgs:
+        k = (c.facts["bridge"], c.facts["chain"], c.facts["link"], c.facts["qdisc"])
+        sel = df[(df["bridge"] == k[0]) & (df["chain"] == k[1]) & (df["link"] == k[2]) & (df["qdisc"] == k[3])]
+        sim = sims[c.label]
+        is_fit = k in fit_keys
+        for wl, mm, f, sm, unit, metric in METRICS:
+            runs = sel[(sel["workload"] == wl) & (sel["metric"] == mm)]["value"].to_numpy(float) * f
+            if runs.size == 0:
+                continue
+            y, lo, hi = mean_ci(runs)
+            m, slo, shi = mean_ci(sim.values(wl, sm))
+            kind = metric
+            if metric == "throughput" and k[3] in SHAPED:
+                kind = "shaped_throughput"
+            split = "in-sample" if (is_fit and wl in ("tcp", "rr")) else "held-out"
+            row = Comparison(tb.name, f"{c.label} {wl}", metric, unit, y, lo, hi, m, slo, shi, split, kind,
+                             note=f"{runs.size} runs")
+            (shaped if k[3] in SHAPED or k[3] == "pfifo_fast" else tb).rows.append(row)
+    _ping_distributions(tb, df, sims, cfgs, data, settings)
+    _figures(tb, shaped, settings)
+    notes(tb, shaped)
+    shaped.notes.append(
+        "The campaign measured no RTT *under load* (no ping or sockperf ran during the shaped iperf3 runs), so "
+        "issue 4's RTT-under-load KS check (<= 0.15) cannot be computed from this dataset; it needs a campaign "
+        "entry that runs ping concurrently with iperf3 through the shaped port.")
+    return [tb, shaped]
+
+
+def _ping_distributions(tb: TestbedResult, df, sims, cfgs, data: Path, settings: Settings) -> None:
+    from ..collect.store import load_samples
+    try:
+        samples = load_samples(data, "rtt")
+    except Exception as exc:  # noqa: BLE001 - report, don't die, if the samples are unreadable
+        tb.notes.append(f"Ping samples could not be read ({exc}); no ECDFs.")
+        return
+    samples = samples[samples["workload"] == "ping"]
+    series = []
+    for c in cfgs:
+        if c.facts["qdisc"] != "none" or "ping" not in {w["name"] for w in c.scenario["workload"]}:
+            continue
+        f = c.facts
+        sel = samples[(samples["bridge"] == f["bridge"]) & (samples["chain"] == f["chain"]) &
+                      (samples["link"] == f["link"]) & (samples["qdisc"] == f["qdisc"])]
+        meas = sel["value"].to_numpy(float) * 1e3
+        sim = np.asarray(sims[c.label].samples.get("ping:rtt", []), float) * 1e3
+        if meas.size == 0 or sim.size == 0:
+            continue
+        d = ks_distance(meas, sim)
+        tb.rows.append(Comparison(tb.name, f"{c.label} ping", "ks_rtt", "KS", float("nan"), float("nan"),
+                                  float("nan"), d, float("nan"), float("nan"), "held-out", "ks",
+                                  band="-", note=f"{meas.size} measured / {sim.size} simulated RTTs"))
+        series.append((c.label, meas, sim))
+    tb.extra["ping_series"] = [(lab, meas.size, sim.size) for lab, meas, sim in series]
+    for bridge in ("ovs", "linux"):
+        sub = [s for s in series if s[0].startswith(bridge)]
+        if not sub:
+            continue
+        colours = ["C0", "C1", "C2", "C3", "C4", "C5"]
+        lines = []
+        for i, (lab, meas, sim) in enumerate(sub):
+            lines.append((f"{lab} measured", meas, f"{colours[i % 6]}-"))
+            lines.append((f"{lab} simulated", sim, f"{colours[i % 6]}--"))
+        fn = f"local_ping_ecdf_{bridge}.png"
+        plots.ecdfs(settings.figures_dir / fn, f"This machine, {bridge}: ping RTT", "RTT (ms)", lines, logx=True)
+        tb.figures.append((fn, f"Ping RTT ECDFs, {bridge}: measured (solid) vs simulated (dashed); all held out"))
+
+
+def _figures(tb: TestbedResult, shaped: TestbedResult, settings: Settings) -> None:
+    for res, prefix in ((tb, "local"), (shaped, "local_qdisc")):
+        for metric, unit in (("throughput", "Mbit/s"), ("rtt", "ms"), ("jitter", "ms")):
+            rows = [r for r in res.rows if r.metric == metric]
+            if not rows:
+                continue
+            fn = f"{prefix}_{metric}.png"
+            plots.bars(settings.figures_dir / fn, f"{res.title.split(':')[0]}: {metric}", f"{metric} ({unit})", rows)
+            res.figures.insert(0, (fn, f"{metric}: measured (grey, 95% CI over runs) vs simulated "
+                                       f"(blue in-sample, red held-out; 95% CI over {settings.reps} replications)"))
+
+
+def notes(tb: TestbedResult, shaped: TestbedResult) -> None:
+    get = {(r.config, r.metric): r for r in tb.rows + shaped.rows}
+    o_tcp, o_rr = get.get(("ovs-1 tcp", "throughput")), get.get(("ovs-1 rr", "rtt"))
+    l_tcp, l_rr = get.get(("linux-1 tcp", "throughput")), get.get(("linux-1 rr", "rtt"))
+    if o_tcp and o_rr and l_tcp and l_rr:
+        tb.notes.append(
+            f"**OVS (userspace netdev datapath): latency that is not CPU work.** With every OVS step as CPU "
+            "work, the per-packet time that makes the netdev datapath's RTT also caps its packet rate, and no fit "
+            "gives both. The netdev datapath's latency on this machine is mostly *not* CPU work (the non-PMD "
+            "thread's wake-ups and polling, batching), so the fit has `ovs.latency`, a per-pass latency that holds "
+            f"no core: OVS TCP_RR RTT {o_rr.measured * 1e3:.0f} us measured, {o_rr.simulated * 1e3:.0f} us "
+            f"simulated; TCP {o_tcp.measured:.0f} vs {o_tcp.simulated:.0f} Mbit/s. Linux bridge: "
+            f"{l_tcp.measured:.0f} vs {l_tcp.simulated:.0f} Mbit/s, TCP_RR {l_rr.measured * 1e3:.0f} vs "
+            f"{l_rr.simulated * 1e3:.0f} us (measured vs simulated). Ping, a probe every 10 ms, sees 2-3x the "
+            "TCP_RR RTT through OVS on this machine (the datapath thread goes to sleep between probes and is "
+            "woken by each one); the model has no idle/wake-up state, so ping RTTs through OVS are "
+            "underestimated and their KS distances stay large.")
+    lines = []
+    for bridge, link in (("ovs", "patch"), ("ovs", "veth"), ("linux", "veth")):
+        base = get.get((f"{bridge}-1 tcp", "throughput"))
+        for n in (2, 4):
+            r = get.get((f"{bridge}-{n}-{link} tcp", "throughput"))
+            if base and r and base.measured and base.simulated:
+                lines.append(f"{bridge} {link} x{n}: measured {r.measured / base.measured:.2f}, "
+                             f"simulated {r.simulated / base.simulated:.2f}")
+    if lines:
+        tb.notes.append(
+            "**Chains** (TCP throughput relative to 1 bridge): " + "; ".join(lines) + ". Patch ports cost nothing "
+            "in the model (`patch.translate` = 0; seed 003's flat curve). Veth pairs use the default profile's "
+            "per-crossing CPU cost (not fitted here) plus one more datapath pass per bridge.")
+    ks = [(r.config.split()[0], r.simulated) for r in tb.rows if r.metric == "ks_rtt"]
+    if ks:
+        pings = {r.config.split()[0]: r for r in tb.rows if r.metric == "rtt" and r.config.endswith(" ping")}
+        desc = "; ".join(f"{c}: KS {d:.2f}, mean {pings[c].measured:.3f} vs {pings[c].simulated:.3f} ms"
+                         for c, d in ks if c in pings)
+        tb.notes.append(
+            f"**Ping RTT distributions** (measured vs simulated): {desc}. The simulated ICMP path uses the host "
+            "stack delay fitted on TCP_RR; OVS's pings inherit the missing non-CPU datapath latency above. The "
+            "measured series include the first packet after a flow purge (the upcall) and scheduling outliers of "
+            "a shared 2-core VM, which widen the measured ECDF's tail.")
+    tb.notes.append(
+        "**Noise.** The machine was shared with other jobs during collection (`cpu_busy` near 1.0 in most runs); "
+        "the measured 95% CIs of TCP throughput span +-20-40% of the mean, so 'inside the measured CI' is a weak "
+        "test here, and the 3% target is tighter than the measurement itself.")
+    shaped.notes.append(
+        "**Shaped TCP throughput** (HTB via the OVS QoS table or tc, TBF via tc, both at 50 Mbit/s) is predicted "
+        "from the qdisc parameters alone, without fitting; these rows are the check of issue 4 (target 2%).")
+    shaped.notes.append(
+        "**Shaped UDP and jitter.** A 40 Mbit/s UDP stream through a 50 Mbit/s shaper should pass whole; where the "
+        "simulated UDP throughput is below 40 Mbit/s the simulated iperf measured over a shortened interval, or the "
+        "shaper dropped datagrams -- read the rows before trusting either. The measured jitter behind HTB/TBF "
+        "(about 0.3 ms) is much larger than the simulated one: the real shapers release packets on the kernel's "
+        "timer/softirq granularity (qdisc watchdog, NAPI batches), which the event-exact model does not have.")
+    shaped.notes.append(
+        "**pfifo_fast** on an unshaped veth port behaves as the port default (noqueue) in the model; the "
+        "pfifo_fast rows are held-out repeats of the unshaped configuration.")

@@ -1,0 +1,124 @@
+"""Run many scenario variants for validation, and calibrate over several of them at once.
+
+A validation *configuration* is a scenario (a dict in the ``ovssim.scenario``
+format) plus a label.  :func:`run_configs` runs a batch of them under one
+profile -- in worker processes when ``workers > 1`` -- and returns, per label,
+the per-replication table and the samples.  Every run of a configuration uses
+the same seed (common random numbers), so two profiles or two configurations
+are compared on the same random draws.
+
+:class:`MultiConfigModel` is the glue ``ovssim.fit.calibrate`` needs to fit one
+set of parameters against targets measured in *several* configurations (e.g.
+the OVS and the Linux-bridge runs of the thesis's FIFO row): the fit library's
+``SimulationModel`` wraps one scenario only.  Its metric keys are
+``("<label>/<workload>", metric)``.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..fit.calibrate import Param, overrides_for
+from ..profile import Profile
+
+
+@dataclass
+class Config:
+    """One simulated configuration: a label, a scenario dict, and what it stands for."""
+    label: str
+    scenario: dict
+    facts: dict = field(default_factory=dict)     # e.g. {"bridge": "ovs", "chain": 2}
+
+
+@dataclass
+class ConfigResult:
+    label: str
+    per_rep: pd.DataFrame
+    samples: dict
+
+    def values(self, workload: str, metric: str) -> np.ndarray:
+        sel = self.per_rep[(self.per_rep["workload"] == workload) & (self.per_rep["metric"] == metric)]
+        return sel["value"].to_numpy(float)
+
+
+def _run_one(args) -> tuple[str, pd.DataFrame, dict]:
+    label, scenario, profile_ref, overrides, reps, seed, sample_keys = args
+    from ..runner import run_scenario
+    from ..scenario import from_dict
+    profile = Profile.load(profile_ref) if isinstance(profile_ref, str) else profile_ref
+    data = copy.deepcopy(scenario)
+    for k in getattr(profile, "own_params", ()):   # a fitted profile's values beat the scenario's modelling defaults
+        (data.get("params") or {}).pop(k, None)
+    if overrides:      # into the scenario's [params], which run_scenario applies last
+        data.setdefault("params", {}).update(overrides)
+    sc = from_dict(data, file=f"<validation:{label}>")
+    res = run_scenario(sc, reps=reps, seed=seed, profile=profile)
+    keep = {k: v for k, v in res.samples.items() if sample_keys is None or k in sample_keys}
+    return label, res.per_rep, keep
+
+
+class Runner:
+    """Runs configurations, serially or in a small process pool (closed with :meth:`close`)."""
+
+    def __init__(self, workers: int = 1):
+        self.workers = max(1, int(workers))
+        self._pool = ProcessPoolExecutor(self.workers) if self.workers > 1 else None
+        self.simulations = 0
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def run(self, configs: list[Config], profile_ref, *, overrides: dict | None = None, reps: int = 2,
+            seed: int = 1, sample_keys: set | None = None) -> dict[str, ConfigResult]:
+        jobs = [(c.label, c.scenario, profile_ref, overrides or {}, reps, seed, sample_keys) for c in configs]
+        self.simulations += len(jobs) * reps
+        if self._pool is None or len(jobs) == 1:
+            outs = [_run_one(j) for j in jobs]
+        else:
+            outs = list(self._pool.map(_run_one, jobs))
+        return {label: ConfigResult(label, per_rep, samples) for label, per_rep, samples in outs}
+
+
+class MultiConfigModel:
+    """``values -> {("label/workload", metric): (mean, se)}`` over several configurations.
+
+    All evaluations use the same ``seed`` (common random numbers).
+    """
+
+    def __init__(self, runner: Runner, configs: list[Config], params: list[Param], profile_ref="default",
+                 *, reps: int = 1, seed: int = 1):
+        self.runner, self.configs, self.params = runner, configs, params
+        self.profile_ref, self.reps, self.seed = profile_ref, reps, seed
+        base = Profile.load(profile_ref) if isinstance(profile_ref, str) else profile_ref
+        self.base_specs = dict(base.params)
+        for c in configs:
+            self.base_specs.update(c.scenario.get("params") or {})
+        self.evaluations = 0
+
+    def overrides(self, values: dict) -> dict:
+        return overrides_for(self.params, values, self.base_specs)
+
+    def __call__(self, values: dict) -> dict:
+        res = self.runner.run(self.configs, self.profile_ref, overrides=self.overrides(values),
+                              reps=self.reps, seed=self.seed, sample_keys=set())
+        self.evaluations += 1
+        out = {}
+        for label, r in res.items():
+            for (wl, metric), grp in r.per_rep.groupby(["workload", "metric"]):
+                v = grp["value"].to_numpy(float)
+                se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
+                out[(f"{label}/{wl}", metric)] = (float(np.nanmean(v)), se)
+        return out
