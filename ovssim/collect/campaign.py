@@ -60,6 +60,8 @@ class WorkloadSpec:
     test: str = ""                   # qperf test(s) / netperf test
     duration: float | None = None    # overrides the campaign's
     flush_flows: bool | None = None  # overrides the campaign's
+    alongside: object = None         # a latency workload (ping/sockperf) run during this one
+    alongside_start: float = 0.5     # seconds after this one starts (past slow start)
 
     @classmethod
     def from_dict(cls, d: dict, *, file=None) -> "WorkloadSpec":
@@ -85,6 +87,8 @@ class WorkloadSpec:
                 kw["duration"] = units.time(kw["duration"])
             if "interval" in kw:
                 kw["interval"] = units.time(kw["interval"])
+            if "alongside_start" in kw:
+                kw["alongside_start"] = units.time(kw["alongside_start"])
         except Exception as exc:
             raise ConfigError(str(exc), file=file, key=key) from None
         w = cls(**kw)
@@ -164,6 +168,36 @@ def _list(v):
     return v if isinstance(v, list) else [v]
 
 
+LOAD_TOOLS = ("iperf3", "iperf2", "netperf")
+PROBE_TOOLS = ("ping", "sockperf")
+
+
+def _resolve_alongside(spec: WorkloadSpec, workloads: dict, camp: dict, f: str) -> WorkloadSpec:
+    """Replace ``alongside = "name"`` by that workload's spec, after checking the pair makes sense:
+    a load generator with a latency probe that fits inside its run (latency under load)."""
+    key = f"workload.{spec.name}.alongside"
+    other = workloads.get(spec.alongside) if isinstance(spec.alongside, str) else None
+    if other is None:
+        raise ConfigError(f"alongside names no defined workload ({spec.alongside!r})", file=f, key=key,
+                          fix=f"name one of: {', '.join(n for n in workloads if n != spec.name)}")
+    if spec.tool not in LOAD_TOOLS or other.tool not in PROBE_TOOLS:
+        raise ConfigError(f"alongside runs a latency probe ({'/'.join(PROBE_TOOLS)}) during a load "
+                          f"({'/'.join(LOAD_TOOLS)}), not {other.tool} during {spec.tool}", file=f, key=key,
+                          fix="put alongside on the iperf3/iperf2/netperf workload, naming a ping or sockperf one")
+    try:
+        duration = spec.duration if spec.duration is not None else units.time(camp.get("duration", "5s"))
+    except OvssimError as exc:
+        raise ConfigError(str(exc), file=f, key=key) from None
+    window = duration - spec.alongside_start
+    need = other.count * other.interval if other.tool == "ping" else (other.duration or 0.0)
+    if spec.alongside_start < 0 or need > window:
+        raise ConfigError(f"the probe {other.name!r} needs {need:g} s but only {window:g} s of the "
+                          f"{duration:g} s load remain after alongside_start", file=f, key=key,
+                          fix="lower the ping count/interval (or the sockperf duration), lower "
+                              "alongside_start, or lengthen the load")
+    return WorkloadSpec(**{**spec.__dict__, "alongside": other})
+
+
 def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
     """Read and validate a campaign file (TOML)."""
     path = Path(path)
@@ -214,6 +248,9 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
     for w in doc.get("workload", []):
         spec = WorkloadSpec.from_dict(w, file=f)
         workloads[spec.name] = spec
+    for name, spec in list(workloads.items()):
+        if spec.alongside is not None:
+            workloads[name] = _resolve_alongside(spec, workloads, c, f)
     if not workloads:
         raise ConfigError("the campaign defines no [[workload]]", file=f, key="workload",
                           fix='add [[workload]] name = "tcp" tool = "iperf3"')
@@ -342,6 +379,8 @@ def preflight(camp: Campaign) -> dict:
             needed |= {"ovs-vsctl", "ovs-appctl", "ovsdb-server", "ovs-vswitchd", "ovsdb-tool"}
     for rc in camp.configs:
         needed.add(TOOLS[rc.workload.tool][0])
+        if rc.workload.alongside is not None:
+            needed.add(TOOLS[rc.workload.alongside.tool][0])
         if rc.workload.tool == "netperf":
             needed.add("netserver")
     for tool in sorted(needed):
@@ -543,7 +582,11 @@ class CampaignRunner:
                 tb.ovs.clear_pmd_stats()
             load1 = float(Path("/proc/loadavg").read_text().split()[0])
             c0, cpu0, t0 = self._counters(tb), cpu_times(), time.monotonic()
-            result = self._run_tool(w, target, duration)
+            if w.alongside is not None:
+                result = self._run_with_probe(w, target, duration)
+                record["alongside"] = w.alongside.name
+            else:
+                result = self._run_tool(w, target, duration)
             wall = time.monotonic() - t0
             c1, cpu1 = self._counters(tb), cpu_times()
             metrics.update(result.metrics)
@@ -581,6 +624,30 @@ class CampaignRunner:
         record["metrics"] = {k: [float(v), u] for k, (v, u) in metrics.items()}
         record["end"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         return record, samples
+
+    def _run_with_probe(self, w: WorkloadSpec, target: Target, duration: float):
+        """The load and, ``alongside_start`` seconds into it, its latency probe, concurrently.
+
+        The probe's metrics are kept with a ``probe_`` prefix; its samples (e.g. ``rtt``) keep their
+        names: they are the RTTs under this load.  A failure of either fails the run."""
+        from concurrent.futures import ThreadPoolExecutor
+        p = w.alongside
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            load = pool.submit(self._run_tool, w, target, duration)
+            time.sleep(w.alongside_start)
+            probe_err = None
+            try:
+                probe = self._run_tool(p, target, p.duration or duration - w.alongside_start)
+            except (ToolFailed, CommandError) as exc:
+                probe_err = exc
+            result = load.result()       # waits for the load; re-raises its failure
+        if probe_err is not None:
+            raise ToolFailed(f"probe {p.name} failed during the load: {probe_err}")
+        for k, v in probe.metrics.items():
+            result.metrics[f"probe_{k}"] = v
+        for k, v in probe.samples.items():
+            result.samples.setdefault(k, v)
+        return result
 
     def _run_tool(self, w: WorkloadSpec, target: Target, duration: float):
         if w.tool == "iperf3":

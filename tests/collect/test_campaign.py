@@ -304,3 +304,88 @@ def test_headline_tables_are_medians_over_repetitions(tmp_path):
     t = tables["TCP throughput, iperf3 cubic (Mbit/s)"]
     assert t["median"].iloc[0] == 200.0 and t["n"].iloc[0] == 3
     assert tables["runs by status"].loc["ok", "runs"] == 3
+
+
+# -- a latency probe alongside a load -------------------------------------------------------
+ALONGSIDE = BASE.replace('[[workload]]\nname = "tcp"\ntool = "iperf3"\n',
+                         '[[workload]]\nname = "tcp"\ntool = "iperf3"\nalongside = "ping"\n'
+                         'alongside_start = "0.5s"\n').replace(
+    '[[workload]]\nname = "ping"\ntool = "ping"\n',
+    '[[workload]]\nname = "ping"\ntool = "ping"\ncount = 100\ninterval = "10ms"\n')
+
+
+def test_alongside_resolves_the_probe_into_the_load(tmp_path):
+    c = cp.load_campaign(write(tmp_path, ALONGSIDE.format(order="interleaved")))
+    tcp = next(rc.workload for rc in c.configs if rc.workload.name == "tcp")
+    assert tcp.alongside.name == "ping" and tcp.alongside.count == 100
+    assert tcp.alongside_start == 0.5
+    # the probe is part of the configuration's identity
+    plain = cp.load_campaign(write(tmp_path, BASE.format(order="interleaved"), "p.toml"))
+    ids = {rc.config_id() for rc in plain.configs}
+    assert not ids & {rc.config_id() for rc in c.configs if rc.workload.name == "tcp"}
+
+
+@pytest.mark.parametrize("patch,match", [
+    (('alongside = "ping"', 'alongside = "pong"'), "names no defined workload"),
+    (('count = 100', 'count = 200'), r"needs 2 s but only 1.5 s"),
+    (('alongside_start = "0.5s"', 'alongside_start = "-1s"'), "cannot read time '-1s'"),
+])
+def test_alongside_mistakes_are_one_clear_error(tmp_path, patch, match):
+    with pytest.raises(ConfigError, match=match):
+        cp.load_campaign(write(tmp_path, ALONGSIDE.format(order="interleaved").replace(*patch, 1)))
+
+
+def test_alongside_needs_a_load_and_a_latency_probe(tmp_path):
+    text = ALONGSIDE.format(order="interleaved").replace('alongside = "ping"', 'alongside = "tcp"', 1)
+    with pytest.raises(ConfigError, match="latency probe"):
+        cp.load_campaign(write(tmp_path, text))
+
+
+def test_probe_runs_during_the_load_and_its_metrics_are_prefixed(tmp_path, monkeypatch):
+    """The probe starts alongside_start after the load and ends before it; its metrics get probe_."""
+    import threading
+    import time as _time
+
+    from ovssim.collect.tools.base import ToolResult
+    c = cp.load_campaign(write(tmp_path, ALONGSIDE.format(order="interleaved")))
+    w = next(rc.workload for rc in c.configs if rc.workload.name == "tcp")
+    spans, lock = {}, threading.Lock()
+
+    def fake_tool(self, spec, target, duration):
+        t0 = _time.monotonic()
+        _time.sleep(0.4 if spec.tool == "iperf3" else 0.1)
+        with lock:
+            spans[spec.tool] = (t0, _time.monotonic(), duration)
+        r = ToolResult()
+        if spec.tool == "iperf3":
+            r.add("throughput", 47e6, "bit/s")
+        else:
+            r.add("rtt_mean", 0.018, "s")
+            r.samples["rtt"] = ([0.017, 0.019], "s")
+        return r
+
+    monkeypatch.setattr(cp.CampaignRunner, "_run_tool", fake_tool)
+    w = cp.WorkloadSpec(**{**w.__dict__, "alongside_start": 0.1})
+    runner = cp.CampaignRunner.__new__(cp.CampaignRunner)
+    res = runner._run_with_probe(w, None, 2.0)
+    assert res.metrics["throughput"][0] == 47e6 and res.metrics["probe_rtt_mean"][0] == 0.018
+    assert "rtt_mean" not in res.metrics and res.samples["rtt"][0] == [0.017, 0.019]
+    (l0, l1, _), (p0, p1, pdur) = spans["iperf3"], spans["ping"]
+    assert l0 + 0.09 <= p0 and p1 <= l1 and pdur == pytest.approx(1.9)
+
+
+def test_a_failing_probe_fails_the_run(monkeypatch, tmp_path):
+    from ovssim.collect.tools.base import ToolFailed, ToolResult
+    c = cp.load_campaign(write(tmp_path, ALONGSIDE.format(order="interleaved")))
+    w = next(rc.workload for rc in c.configs if rc.workload.name == "tcp")
+    w = cp.WorkloadSpec(**{**w.__dict__, "alongside_start": 0.0})
+
+    def fake_tool(self, spec, target, duration):
+        if spec.tool == "ping":
+            raise ToolFailed("cannot read ping output")
+        return ToolResult()
+
+    monkeypatch.setattr(cp.CampaignRunner, "_run_tool", fake_tool)
+    runner = cp.CampaignRunner.__new__(cp.CampaignRunner)
+    with pytest.raises(ToolFailed, match="probe ping failed during the load"):
+        runner._run_with_probe(w, None, 1.0)
