@@ -102,7 +102,7 @@ class HfscClass:
     __slots__ = ("classid", "parent", "children", "level", "rsc", "fsc", "usc", "deadline",
                  "eligible", "virtual", "ulimit", "cumul", "total", "e", "d", "vt", "vtadj",
                  "vtperiod", "parentperiod", "nactive", "cvtmin", "cvtoff", "f", "myf", "cfmin",
-                 "leaf", "in_el", "act", "spec_qdisc", "bytes", "packets", "rlin", "flin", "ulin")
+                 "leaf", "act", "spec_qdisc", "bytes", "packets", "rlin", "flin", "ulin")
 
     def __init__(self, classid: int, rsc=None, fsc=None, usc=None, spec_qdisc=None):
         self.classid = classid
@@ -126,7 +126,6 @@ class HfscClass:
         self.cvtmin = self.cvtoff = 0.0
         self.f = self.myf = self.cfmin = 0.0
         self.leaf: classful.Leaf | None = None
-        self.in_el = False
         self.act: dict[HfscClass, None] = {}    # active children (the vt tree and cf tree)
         self.spec_qdisc = spec_qdisc
         self.bytes = 0
@@ -320,51 +319,48 @@ class Hfsc(Qdisc):
                 return False
         leaf = cl.leaf
         fifo = leaf._fifo
-        first = not fifo if fifo is not None else leaf.qlen == 0
-        ok = leaf.enqueue(pkt, now)
-        if ok and first:
-            if cl.rsc is not None:
-                if cl.rlin:                         # _init_ed, linear curve
-                    cumul = cl.cumul
-                    dl = cl.deadline
-                    rx = dl.x
-                    if now > rx and dl.y + (now - rx) * dl.sm2 >= cumul or now <= rx and dl.y >= cumul:
-                        dl.x = rx = now             # min_with: restart at (now, cumul)
-                        dl.y = cumul
-                    ry = dl.y
-                    el = cl.eligible                # the deadline curve itself
-                    el.x = rx
-                    el.y = ry
-                    sm2 = dl.sm2
-                    cl.e = rx if cumul <= ry else rx + (cumul - ry) / sm2
-                    y = cumul + pkt.size
-                    cl.d = rx if y <= ry else rx + (y - ry) / sm2
-                    self.eltree[cl] = None
-                    cl.in_el = True
-                else:
-                    self._init_ed(cl, pkt.size, now)
-            if cl.fsc is not None:
-                self._init_vf(cl, now)
-        return ok
-
-    # -- real-time ----------------------------------------------------------------------------
-    def _init_ed(self, cl: HfscClass, next_len: int, now: float) -> None:
-        dl = cl.deadline
-        dl.min_with(cl.rsc, now, cl.cumul)
-        el = cl.eligible
-        el.x, el.y, el.sm1, el.sm2 = dl.x, dl.y, dl.sm1, dl.sm2
-        if cl.rsc[0] <= cl.rsc[2]:
-            el.dx = el.dy = 0.0
+        if fifo is not None:                        # Leaf.enqueue into its pfifo, inlined
+            first = not fifo
+            lq = leaf.q
+            cs = lq.stats
+            cs.arrivals += 1
+            if cs.qlen >= lq.limit:
+                lq.drop(pkt, now, "limit")
+                st.drops += 1
+                return False
+            fifo.append(pkt)
+            size = pkt.size
+            cs.qlen += 1
+            cs.backlog += size
+            pkt.enqueued_at = now
+            st.qlen += 1
+            st.backlog += size
         else:
-            el.dx, el.dy = dl.dx, dl.dy
-        cl.e = el.y2x(cl.cumul)
-        cl.d = dl.y2x(cl.cumul + next_len)
-        self.eltree[cl] = None
-        cl.in_el = True
-
-    # -- link-sharing -------------------------------------------------------------------------
-    def _init_vf(self, cl: HfscClass, now: float) -> None:
-        """``init_vf``: the class (and ancestors that were idle) join link-sharing."""
+            first = leaf.qlen == 0
+            if not leaf.enqueue(pkt, now):
+                return False
+        if not first:
+            return True
+        if cl.rsc is not None:
+            if cl.rlin:                             # init_ed, linear curve (the eligible curve is this one)
+                cumul = cl.cumul
+                dl = cl.deadline
+                rx = dl.x
+                if (dl.y + (now - rx) * dl.sm2 if now > rx else dl.y) >= cumul:
+                    dl.x = rx = now                 # min_with: restart at (now, cumul)
+                    dl.y = ry = cumul
+                else:
+                    ry = dl.y
+                sm2 = dl.sm2
+                cl.e = rx if cumul <= ry else rx + (cumul - ry) / sm2
+                y = cumul + pkt.size
+                cl.d = rx if y <= ry else rx + (y - ry) / sm2
+                self.eltree[cl] = None
+            else:
+                self._init_ed(cl, pkt.size, now)
+        if cl.fsc is None:
+            return True
+        # init_vf: the class (and ancestors that were idle) join link-sharing
         go_active = True
         parent = cl.parent
         while parent is not None:
@@ -374,7 +370,8 @@ class Hfsc(Qdisc):
                 go_active = not n
             if go_active:
                 act = parent.act
-                if act:
+                alone = not act
+                if not alone:
                     vt = -_INF
                     for c in act:                   # rb_last(vt_tree): the largest vt
                         if c.vt > vt:
@@ -392,7 +389,7 @@ class Hfsc(Qdisc):
                 rt = cl.virtual                     # rt.min_with(cl.fsc, vt, total)
                 if cl.flin:
                     rx = rt.x
-                    if vt > rx and rt.y + (vt - rx) * rt.sm2 >= total or vt <= rx and rt.y >= total:
+                    if (rt.y + (vt - rx) * rt.sm2 if vt > rx else rt.y) >= total:
                         rt.x = vt
                         rt.y = total
                 else:
@@ -404,11 +401,13 @@ class Hfsc(Qdisc):
                 if cl.ulin:                         # ul.min_with(usc, now, total); myf = ul.y2x(total)
                     ul = cl.ulimit
                     rx = ul.x
-                    if now > rx and ul.y + (now - rx) * ul.sm2 >= total or now <= rx and ul.y >= total:
-                        ul.x = rx = now
+                    if (ul.y + (now - rx) * ul.sm2 if now > rx else ul.y) >= total:
+                        ul.x = now                  # restarted at (now, total): fit now
                         ul.y = total
-                    ry = ul.y
-                    cl.myf = myf = rx if total <= ry else rx + (total - ry) / ul.sm2
+                        cl.myf = myf = now
+                    else:
+                        ry = ul.y
+                        cl.myf = myf = rx if total <= ry else rx + (total - ry) / ul.sm2
                 elif cl.usc is not None:
                     ul = cl.ulimit
                     ul.min_with(cl.usc, now, total)
@@ -417,7 +416,7 @@ class Hfsc(Qdisc):
                     myf = cl.myf
                 cfmin = cl.cfmin
                 cl.f = f = myf if myf > cfmin else cfmin
-                if len(act) == 1:                   # update_cfmin(parent): cl is its only active child
+                if alone:                           # update_cfmin(parent): cl is its only active child
                     parent.cfmin = f
                 else:
                     m = _INF
@@ -434,61 +433,23 @@ class Hfsc(Qdisc):
                 _update_cfmin(parent)
             cl = parent
             parent = cl.parent
+        return True
 
-    def _update_vf(self, cl: HfscClass, length: int, idle: bool) -> None:
-        """``update_vf``: charge ``length`` bytes up the tree; idle classes leave link-sharing.
+    # -- real-time ----------------------------------------------------------------------------
+    def _init_ed(self, cl: HfscClass, next_len: int, now: float) -> None:
+        dl = cl.deadline
+        dl.min_with(cl.rsc, now, cl.cumul)
+        el = cl.eligible
+        el.x, el.y, el.sm1, el.sm2 = dl.x, dl.y, dl.sm1, dl.sm2
+        if cl.rsc[0] <= cl.rsc[2]:
+            el.dx = el.dy = 0.0
+        else:
+            el.dx, el.dy = dl.dx, dl.dy
+        cl.e = el.y2x(cl.cumul)
+        cl.d = dl.y2x(cl.cumul + next_len)
+        self.eltree[cl] = None
 
-        ``idle``: the leaf ``cl`` has nothing left to send."""
-        go_passive = idle and cl.fsc is not None
-        parent = cl.parent
-        while parent is not None:
-            total = cl.total + length
-            cl.total = total
-            if not cl.nactive or cl.fsc is None:
-                cl = parent
-                parent = cl.parent
-                continue
-            if go_passive:
-                n = cl.nactive - 1
-                cl.nactive = n
-                go_passive = n == 0
-            rt = cl.virtual                         # vt = rt.y2x(total) + cl.vtadj
-            if cl.flin:
-                ry = rt.y
-                vt = rt.x if total <= ry else rt.x + (total - ry) / rt.sm2
-            else:
-                vt = rt.y2x(total)
-            vt += cl.vtadj
-            cvtmin = parent.cvtmin
-            if vt < cvtmin:
-                cl.vtadj += cvtmin - vt
-                vt = cvtmin
-            cl.vt = vt
-            if go_passive:
-                if vt > parent.cvtoff:
-                    parent.cvtoff = vt
-                act = parent.act
-                del act[cl]
-                if act:
-                    _update_cfmin(parent)
-                else:
-                    parent.cfmin = 0.0
-            else:
-                if cl.usc is not None:
-                    ul = cl.ulimit                  # cl.myf = ul.y2x(total)
-                    if cl.ulin:
-                        ry = ul.y
-                        cl.myf = ul.x if total <= ry else ul.x + (total - ry) / ul.sm2
-                    else:
-                        cl.myf = ul.y2x(total)
-                myf, cfmin = cl.myf, cl.cfmin
-                f = myf if myf > cfmin else cfmin
-                if f != cl.f:
-                    cl.f = f
-                    _update_cfmin(parent)
-            cl = parent
-            parent = cl.parent
-
+    # -- link-sharing -------------------------------------------------------------------------
     def _get_minvt(self, now: float) -> HfscClass | None:
         cl = self.root
         if cl.cfmin > now:
@@ -524,33 +485,91 @@ class Hfsc(Qdisc):
                 self._wake = self._watchdog_time(now)
                 return None
         leaf = cl.leaf
-        pkt = leaf.dequeue(now)
-        if pkt is None:
-            self._wake = now + 1e-6
-            return None
-        size = pkt.size
+        fifo = leaf._fifo
+        if fifo is not None:                        # Leaf.dequeue from its pfifo, inlined
+            if not fifo:
+                self._wake = now + 1e-6
+                return None
+            pkt = fifo.popleft()
+            size = pkt.size
+            cs = leaf.q.stats
+            cs.qlen -= 1
+            cs.backlog -= size
+            cs.packets += 1
+            cs.bytes += size
+            st.qlen -= 1
+            st.backlog -= size
+            st.packets += 1
+            st.bytes += size
+            qlen = len(fifo)
+        else:
+            pkt = leaf.dequeue(now)
+            if pkt is None:
+                self._wake = now + 1e-6
+                return None
+            size = pkt.size
+            qlen = leaf.qlen
         cl.bytes += size
         cl.packets += 1
-        fifo = leaf._fifo
-        if fifo is not None:
-            qlen = len(fifo)
-            nxt = fifo[0] if fifo else None
-        else:
-            qlen = leaf.qlen
-            nxt = None
-        if cl.fsc is not None or cl.parent.parent is not None:
-            self._update_vf(cl, size, not qlen)
-        else:
-            cl.total += size                        # update_vf has only this to do
+        # update_vf: charge the bytes up the tree; classes left idle leave link-sharing
+        go_passive = not qlen and cl.fsc is not None
+        k = cl
+        parent = k.parent
+        while parent is not None:
+            total = k.total + size
+            k.total = total
+            if not k.nactive or k.fsc is None:
+                k = parent
+                parent = k.parent
+                continue
+            if go_passive:
+                n = k.nactive - 1
+                k.nactive = n
+                go_passive = not n
+            rt = k.virtual                          # vt = rt.y2x(total) + k.vtadj
+            if k.flin:
+                ry = rt.y
+                vt = rt.x if total <= ry else rt.x + (total - ry) / rt.sm2
+            else:
+                vt = rt.y2x(total)
+            vt += k.vtadj
+            cvtmin = parent.cvtmin
+            if vt < cvtmin:
+                k.vtadj += cvtmin - vt
+                vt = cvtmin
+            k.vt = vt
+            if go_passive:
+                if vt > parent.cvtoff:
+                    parent.cvtoff = vt
+                act = parent.act
+                del act[k]
+                if act:
+                    _update_cfmin(parent)
+                else:
+                    parent.cfmin = 0.0
+            else:
+                if k.ulin:                          # k.myf = ul.y2x(total)
+                    ul = k.ulimit
+                    ry = ul.y
+                    k.myf = myf = ul.x if total <= ry else ul.x + (total - ry) / ul.sm2
+                elif k.usc is not None:
+                    k.myf = myf = k.ulimit.y2x(total)
+                else:
+                    myf = k.myf
+                cfmin = k.cfmin
+                f = myf if myf > cfmin else cfmin
+                if f != k.f:
+                    k.f = f
+                    _update_cfmin(parent)
+            k = parent
+            parent = k.parent
         if realtime:
             cl.cumul += size
         if cl.rsc is not None:
             if qlen:
-                if fifo is None:
-                    nxt = leaf.peek(now)
+                nxt = fifo[0] if fifo is not None else leaf.peek(now)
                 if nxt is None:                     # the child dropped everything it held
                     eltree.pop(cl, None)
-                    cl.in_el = False
                 elif cl.rlin:                       # d = deadline.y2x(cumul + next_len); e = eligible.y2x(cumul)
                     dl = cl.deadline
                     rx, ry, sm2 = dl.x, dl.y, dl.sm2
@@ -565,7 +584,6 @@ class Hfsc(Qdisc):
                         cl.e = cl.eligible.y2x(cl.cumul)
             else:
                 eltree.pop(cl, None)
-                cl.in_el = False
         return pkt
 
     def _watchdog_time(self, now: float) -> float | None:
