@@ -22,6 +22,11 @@ unclassified packet with no ``default`` class is dropped (HFSC has no direct
 queue).  Curves in a class table: ``rt = "10mbit"`` (linear), ``rt = { m1 =
 "20mbit", d = "10ms", m2 = "5mbit" }`` or ``rt = { umax = "1500b", dmax =
 "5ms", rate = "5mbit" }`` (tc's form).
+
+``enqueue`` and ``dequeue`` inline ``init_ed``/``init_vf``/``update_vf`` and
+the runtime-curve arithmetic (the same operations in the same order as the
+``RtSc`` methods, so the same floats): they run for every packet.
+``tests/qdisc/test_hfsc_exact.py`` holds them to recorded per-packet traces.
 """
 from __future__ import annotations
 
@@ -110,13 +115,14 @@ class HfscClass:
         self.children: list[HfscClass] = []
         self.level = 0
         self.rsc, self.fsc, self.usc = rsc, fsc, usc
+        # a linear curve (d = 0, m1 <= m2) keeps dx = dy = 0 for ever: x2y / y2x reduce to one
+        # line, with the same floats (adding a zero dx / dy changes no value); a linear rt
+        # curve's eligible curve is its deadline curve, so no separate one is kept
+        self.rlin, self.flin, self.ulin = (c is not None and c[1] == 0 and c[0] <= c[2] for c in (rsc, fsc, usc))
         self.deadline = RtSc(rsc) if rsc else None
-        self.eligible = RtSc(rsc) if rsc else None
+        self.eligible = RtSc(rsc) if rsc and not self.rlin else None
         self.virtual = RtSc(fsc) if fsc else None
         self.ulimit = RtSc(usc) if usc else None
-        # a linear curve (no first segment) keeps dx = dy = 0 for ever: x2y / y2x reduce to
-        # one line, with the same floats (adding a zero dx / dy changes no value)
-        self.rlin, self.flin, self.ulin = (c is not None and c[1] == 0 and c[0] <= c[2] for c in (rsc, fsc, usc))
         self.cumul = 0.0
         self.total = 0.0
         self.e = self.d = 0.0
@@ -162,11 +168,6 @@ def _curve(kind: str, cid, name: str, v):
     except ValueError as exc:
         raise ConfigError(f"hfsc class {cid}: bad {name} curve: {exc}", key=f"qdisc.classes.{name}",
                           fix='write e.g. ls = "10mbit" or rt = { m1 = "20mbit", d = "10ms", m2 = "5mbit" }') from None
-
-
-def _first(d: dict):
-    for k in d:
-        return k
 
 
 def _update_cfmin(cl: HfscClass) -> None:
@@ -341,23 +342,22 @@ class Hfsc(Qdisc):
                 return False
         if not first:
             return True
-        if cl.rsc is not None:
-            if cl.rlin:                             # init_ed, linear curve (the eligible curve is this one)
-                cumul = cl.cumul
-                dl = cl.deadline
-                rx = dl.x
-                if (dl.y + (now - rx) * dl.sm2 if now > rx else dl.y) >= cumul:
-                    dl.x = rx = now                 # min_with: restart at (now, cumul)
-                    dl.y = ry = cumul
-                else:
-                    ry = dl.y
-                sm2 = dl.sm2
-                cl.e = rx if cumul <= ry else rx + (cumul - ry) / sm2
-                y = cumul + pkt.size
-                cl.d = rx if y <= ry else rx + (y - ry) / sm2
-                self.eltree[cl] = None
+        if cl.rlin:                                 # init_ed, linear curve (the eligible curve is this one)
+            cumul = cl.cumul
+            dl = cl.deadline
+            rx = dl.x
+            if (dl.y + (now - rx) * dl.sm2 if now > rx else dl.y) >= cumul:
+                dl.x = rx = now                     # min_with: restart at (now, cumul)
+                dl.y = ry = cumul
+                cl.e = now
             else:
-                self._init_ed(cl, pkt.size, now)
+                ry = dl.y
+                cl.e = rx if cumul <= ry else rx + (cumul - ry) / dl.sm2
+            y = cumul + pkt.size
+            cl.d = rx if y <= ry else rx + (y - ry) / dl.sm2
+            self.eltree[cl] = None
+        elif cl.rsc is not None:
+            self._init_ed(cl, pkt.size, now)
         if cl.fsc is None:
             return True
         # init_vf: the class (and ancestors that were idle) join link-sharing

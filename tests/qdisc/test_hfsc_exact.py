@@ -25,7 +25,6 @@ import json
 import pathlib
 import random
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from ovssim.qdisc.base import Device
@@ -146,7 +145,7 @@ def run(sc, impl=Hfsc):
     """Through an EgressPort: per delivered packet (seq, dequeue time), per drop (seq, time, why)."""
     spec = dict(sc["spec"])
     q = impl(classes=spec["classes"], default=spec["default"])
-    port, rec, drops = run_port(q, _packets(sc), LINK, until=200.0, framing=0)
+    _, rec, drops = run_port(q, _packets(sc), LINK, until=200.0, framing=0)
     return {"deq": [[p.seq, p.stamps["port.deq"]] for _, p in rec.got],
             "drops": sorted([p.seq, now, why] for now, p, why in drops),
             "stats": q.stats.as_dict(), "classes": q.class_stats()}
@@ -173,7 +172,7 @@ def check_guarantees(sc, res):
     sizes = {seq: size for _, _, size, _, seq in sc["packets"]}
     enq = {seq: t for t, _, _, _, seq in sc["packets"]}
     leaf_of = {seq: (prio or default) for _, _, _, prio, seq in sc["packets"]}
-    deq = dict((s, t) for s, t in res["deq"])
+    deq = dict(res["deq"])
     dropped = {s for s, _, _ in res["drops"]}
     # conservation: each packet leaves exactly once, or is dropped (pfifo: on arrival)
     assert len(deq) == len(res["deq"]) and not dropped & set(deq)
