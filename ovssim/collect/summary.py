@@ -28,6 +28,8 @@ TABLES = [
     ("ping after a flow purge: median RTT of packets 2..100 (us)", "rtt_rest_median", None, 1e6, 0),
     ("sockperf ping-pong half-RTT p50 (us)", "half_rtt_p50", None, 1e6, 1),
     ("sockperf ping-pong half-RTT p99 (us)", "half_rtt_p99", None, 1e6, 1),
+    ("ping under the load (alongside): mean RTT (ms)", "probe_rtt_mean", None, 1e3, 2),
+    ("ping under the load (alongside): max RTT (ms)", "probe_rtt_max", None, 1e3, 2),
     ("CPU busy during the run (both cores, share)", "cpu_busy", ["tcp"], 1.0, 2),
 ]
 

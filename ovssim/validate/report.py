@@ -32,12 +32,13 @@ machine; the busy-path latency that is not CPU work is modelled, as `ovs.latency
 and seed 004's multi-Gbit/s cases); the kernel's timer/softirq granularity in shapers (the measured jitter behind
 HTB/TBF is ~0.3 ms, the model's far less); heavy RTT tails that fit a calibratable family (seed 002's mixtures)."""
 
-TESTBEDS = ("thesis", "local", "interim", "xenserver", "chains")
+TESTBEDS = ("thesis", "local", "load", "interim", "xenserver", "chains")
 
 
 def run_testbeds(settings: Settings, only: list[str] | None = None, progress=print) -> list[TestbedResult]:
-    from . import chains, interim, local, thesis, xenserver
-    mods = {"thesis": thesis, "local": local, "interim": interim, "xenserver": xenserver, "chains": chains}
+    from . import chains, interim, load, local, thesis, xenserver
+    mods = {"thesis": thesis, "local": local, "load": load, "interim": interim, "xenserver": xenserver,
+            "chains": chains}
     settings.figures_dir.mkdir(parents=True, exist_ok=True)
     out: list[TestbedResult] = []
     with Runner(settings.workers) as runner:

@@ -20,7 +20,7 @@ RESULTS = ROOT / "validation" / "results.json"
 @pytest.mark.skipif(not RESULTS.is_file(), reason="no committed validation/results.json")
 def test_fast_subset_not_worse_than_committed(tmp_path):
     committed = json.loads(RESULTS.read_text())
-    only = [t for t, prof in (("thesis", "thesis_kvm"), ("local", "local_netns"),
+    only = [t for t, prof in (("thesis", "thesis_kvm"), ("local", "local_netns"), ("load", "local_netns"),
                               ("interim", "openstack_xenserver_interim"), ("xenserver", "xenserver_two_host"),
                                  ("chains", "chained_bridges_desktop"))
             if (CALIBRATION / f"{prof}.toml").is_file()]
