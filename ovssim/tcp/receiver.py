@@ -231,8 +231,9 @@ class TcpReceiver:
     def send_ack(self, now: float) -> None:
         """Send a pure ACK now."""
         sock = self.sock
-        pkt = Packet(sock.rflow, self.ack_size, now, kind="ack")
-        pkt.seq = sock.sender.snd_nxt
+        # by position (a keyword call costs more): flow, size, created, payload, seq, vlan,
+        # priority, tos, kind
+        pkt = Packet(sock.rflow, self.ack_size, now, 0, sock.sender.snd_nxt, None, 0, 0, "ack")
         pkt.ack = self.rcv_nxt
         pkt.ts_val = now
         pkt.ts_ecr = self.ts_recent

@@ -241,8 +241,9 @@ class TcpSender:
     def _transmit(self, seq: int, n: int, now: float, new: bool) -> None:
         sock = self.sock
         rcv = sock.receiver
+        # by position (a keyword call costs more): flow, size, created, payload, seq; kind "data"
         pkt = Packet(sock.flow, self.frame_full if n == self.mss else tcp_frame_size(n, self.timestamps),
-                     now, payload=n, seq=seq, kind="data")
+                     now, n, seq)
         rcv_nxt = rcv.rcv_nxt
         pkt.ack = rcv_nxt
         pkt.ts_val = now
