@@ -151,8 +151,34 @@ class Distribution:
             comp = rng.choice(w.size, size=n, p=w)
             out = loc + sc[comp] * np.exp(s[comp] * rng.standard_normal(n))
         else:
-            out = self.frozen.rvs(size=n, random_state=rng)
+            fast = self._rvs_fast(n)
+            if fast is None:
+                out = self.frozen.rvs(size=n, random_state=rng)
+            else:
+                rvs, args, loc, scale, size = fast
+                out = rvs(*args, size=size, random_state=rng) * scale + loc
         return np.maximum(out, 0.0)
+
+    def _rvs_fast(self, n: int):
+        """What ``frozen.rvs(size=n)`` computes after its argument checks, checked once.
+
+        ``rv_generic.rvs`` parses and validates the parameters on every call (most of
+        the cost of a batch); the draws are ``dist._rvs(*args, size, random_state) *
+        scale + loc`` with the parsed arguments -- exactly what is done here with the
+        arguments it would parse.  ``None``: take the public path (bad parameters,
+        scale 0).
+        """
+        cache = self.__dict__.setdefault("_fast", {})
+        if n in cache:
+            return cache[n]
+        fast = None
+        dist = self.frozen.dist
+        if isinstance(dist, stats.rv_continuous) and "discrete" not in self.frozen.kwds:
+            args, loc, scale, size = dist._parse_args_rvs(*self.frozen.args, **self.frozen.kwds, size=n)
+            if np.all(np.logical_and(dist._argcheck(*args), scale >= 0)) and not np.all(scale == 0):
+                fast = (dist._rvs, args, loc, scale, size)
+        cache[n] = fast
+        return fast
 
     def mean(self) -> float:
         if self.const is not None:
@@ -208,7 +234,7 @@ class Sampler:
     of values is the same as drawing them one by one from the same batches.
     """
 
-    __slots__ = ("dist", "rng", "const", "next")
+    __slots__ = ("dist", "rng", "const", "it", "next")
 
     def __init__(self, dist: Distribution | dict | float | str, rng: np.random.Generator):
         if not isinstance(dist, Distribution):
@@ -220,7 +246,9 @@ class Sampler:
 
     def _start(self) -> None:
         c = self.const
-        self.next = repeat(c).__next__ if c is not None else chain.from_iterable(self._batches()).__next__
+        #: the draws as an iterator: ``next(sampler.it)`` is the cheapest way to take one
+        self.it = repeat(c) if c is not None else chain.from_iterable(self._batches())
+        self.next = self.it.__next__
 
     def _batches(self):
         while True:

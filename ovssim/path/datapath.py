@@ -90,8 +90,10 @@ class OvsDatapath(Bridge):
         if handlers < 1 or upcall_queue < 1 or flow_limit < 1 or masks < 1:
             raise ValueError(f"{name}: handlers, upcall_queue, flow_limit and masks must be >= 1")
         self.cpu = cpu
-        self.stats_s, self.lookup_s, self.actions_s, self.upcall_s = stats, lookup, actions, upcall
-        self._hit_work = SumSampler(stats, lookup, actions)
+        # the slow path's samplers, one attribute: an instance with 30 or more attributes
+        # loses CPython's fast attribute access, and this object is on every packet's path
+        self._slow_s = (stats, lookup, actions, upcall)
+        self._hit_it = SumSampler(stats, lookup, actions).it    # stats + lookup + actions per hit
         self.lookup_per_mask = lookup_per_mask
         self.masks = masks
         self.max_idle = max_idle
@@ -102,6 +104,10 @@ class OvsDatapath(Bridge):
         self._last_out = 0.0
         # key -> [installed_at, last_used, queue, flow_key(flow)]
         self.cache: OrderedDict = OrderedDict()
+        # (port, flow, vlan, key, entry) of the last hit: the next packet of the same flow
+        # object skips hashing its key; cleared whenever an entry leaves the cache
+        self._memo = None
+        self._mru = None       # the cache's last (most recently used) entry, or None if unknown
         self.hit = 0
         self.missed = 0
         self.lost = 0
@@ -109,22 +115,37 @@ class OvsDatapath(Bridge):
         self.evicted = 0
         self.expired = 0
 
+    stats_s = property(lambda self: self._slow_s[0])
+    lookup_s = property(lambda self: self._slow_s[1])
+    actions_s = property(lambda self: self._slow_s[2])
+    upcall_s = property(lambda self: self._slow_s[3])
+
     # -- the fast path -------------------------------------------------------------
     def process(self, port, pkt, vlan, t: float) -> None:
         mask_cost = self.lookup_per_mask * self.masks
-        key = (port.no, pkt.flow, vlan)
-        entry = self.cache.get(key)
+        flow = pkt.flow
+        m = self._memo
+        if m is not None and m[1] is flow and m[0] is port and m[2] == vlan:
+            key, entry = m[3], m[4]
+        else:
+            key = (port.no, flow, vlan)
+            entry = self.cache.get(key)
+            if entry is not None:
+                self._memo = (port, flow, vlan, key, entry)
         if entry is not None and t - entry[1] > self.max_idle:
             del self.cache[key]                      # revalidator removed the idle flow
+            self._memo = self._mru = None
             self.expired += 1
             entry = None
         if entry is not None and entry[0] <= t:
             self.hit += 1
             entry[1] = t
-            self.cache.move_to_end(key)
+            if entry is not self._mru:               # LRU order: a hit makes the entry last
+                self.cache.move_to_end(key)
+                self._mru = entry
             if entry[2] is not None:
                 pkt.queue_id = entry[2]
-            done = self.cpu.serve(t, self._hit_work.next() + mask_cost, entry[3])
+            done = self.cpu.serve(t, next(self._hit_it) + mask_cost, entry[3])
             if done is None:
                 self.cpu_drops += 1
                 return
@@ -175,8 +196,10 @@ class OvsDatapath(Bridge):
         if entry is None:
             if len(self.cache) >= self.flow_limit:
                 self.cache.popitem(last=False)
+                self._memo = self._mru = None
                 self.evicted += 1
-            self.cache[key] = [done, done, queue, fkey]
+            self.cache[key] = entry = [done, done, queue, fkey]
+            self._mru = entry
         self.deliver(port, pkt, vlan, self._after_latency(done + self.actions_s.next()))
 
     def _after_latency(self, t: float) -> float:

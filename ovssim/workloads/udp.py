@@ -108,7 +108,8 @@ class IperfUdp(Workload):
         pkt = Packet(self.flow, self.size, now, self.length, seq, None, 0, self.tos)
         if self.trace_every and seq % self.trace_every == 0:
             pkt.stamps = {"app.send": now}
-        cpu = self.src.cpu
+        src = self.src
+        cpu = src.cpu
         nxt = now + self.gap
         if self.send_cost and cpu is not None:
             # the sendto() runs on the sender's CPU: the tool cannot send the next
@@ -121,7 +122,8 @@ class IperfUdp(Workload):
             if done > nxt:
                 nxt = done
         self.sent = seq + 1
-        self.src.send(pkt)
+        src.sent += 1                  # src.send(pkt), inlined
+        src.out.put(pkt)
         # call_at(env, nxt, self._send) with the timer's own Call, which has just fired:
         # the same heap entry SimPy would get, without a new object per datagram
         timer = self._timer
