@@ -13,6 +13,10 @@
     /work/ns3-venv/bin/pip install ns3``): a simpler dumbbell (one 100 Mbit/s,
     10 ms point-to-point link, FIFO) for the same 10 s, timed inside ns-3 (import
     time excluded), from ``validation/tcp_ns3_crosscheck.py``.
+(d) the TCP with no path at all: a window-limited sender and its receiver hand
+    their segments and ACKs straight to each other in lock-step rounds (no
+    ports, no events), so the figure -- CPU microseconds per packet -- is the
+    TCP's own code (``ovssim/tcp``) and the Packet objects it builds.
 
 Target: (a) <= 1.0 s of wall time (>= 10x faster than real time).  Prints the
 figures and the ratios, wall and CPU time (the process's own: the better figure
@@ -95,6 +99,51 @@ def bench_two_ports() -> tuple[float, float, float]:
     return wall, s.receiver.bytes_received * 8 / DURATION / 1e6, cpu
 
 
+class _Wire:
+    """An endpoint stand-in for (d): collects what the socket sends."""
+
+    def __init__(self, env, name: str):
+        self.env, self.name, self.mtu, self.cpu = env, name, 1500, None
+        self.out: list = []
+        self.sent = 0
+        self._handlers: dict = {}
+        self._next_port = 40000
+
+    def bind(self, proto, port, handler) -> None:
+        self._handlers[(proto, port)] = handler
+
+    def ephemeral_port(self) -> int:
+        self._next_port += 1
+        return self._next_port
+
+    def send(self, pkt) -> None:
+        self.sent += 1
+        self.out.append(pkt)
+
+
+def bench_tcp_alone(rounds: int = 2000, window_segments: int = 100) -> tuple[float, int]:
+    """(CPU microseconds per packet, packets) of the TCP exchanging data and ACKs with no path."""
+    from ovssim.tcp import connect
+
+    env = simpy.Environment()
+    a, b = _Wire(env, "a"), _Wire(env, "b")
+    c, s = connect(env, a, b, 5001, server=dict(rcvbuf=window_segments * 1448))
+    listener = b._handlers[("tcp", 5001)]
+    c.bulk(1e9)
+    c0 = time.process_time()
+    for _ in range(rounds):
+        env._now += 1e-5
+        data, a.out = a.out, []
+        for pkt in data:
+            listener.put(pkt)
+        acks, b.out = b.out, []
+        for pkt in acks:
+            c.put(pkt)
+    cpu = time.process_time() - c0
+    packets = c.sender.segs_out + s.sender.segs_out
+    return cpu / packets * 1e6, packets
+
+
 def bench_ns3() -> float | None:
     python = os.environ.get("OVSSIM_NS3_PYTHON", "/work/ns3-venv/bin/python")
     if not Path(python).exists():
@@ -141,6 +190,8 @@ def main() -> None:
     print(f"(b) TCP over two bare ports: {thr2:.2f} Mbit/s, wall {w2:.3f} s (CPU {cpu2:.3f} s, "
           f"{DURATION / w2:.1f}x real time); the path elements cost the rest of (a): "
           f"{wall - w2:.3f} s (CPU {cpu - cpu2:.3f} s)")
+    us, npk = bench_tcp_alone()
+    print(f"(d) TCP alone, no path: {us:.2f} us CPU per packet ({npk} segments and ACKs)")
     n3 = bench_ns3()
     if n3 is None:
         print("(c) ns-3 not installed: no ns-3 figure (python3 -m venv /work/ns3-venv && "

@@ -146,7 +146,7 @@ class TcpReceiver:
                 self.quick -= 1
             self.send_ack(now)
         else:
-            # _arm_delack, inline: one pending timer, re-checked when it fires
+            # the delayed-ACK timer: one pending event, re-checked when it fires
             if not self.ack_pending:
                 self.ack_pending = True
                 self._delack_at = now + self.delack
@@ -253,13 +253,6 @@ class TcpReceiver:
         """Outgoing data carries the ACK (``tcp_event_ack_sent``)."""
         self.ack_pending = False
         self.rcv_wup = self.last_ack_sent = self.rcv_nxt
-
-    def _arm_delack(self, now: float) -> None:
-        if not self.ack_pending:
-            self.ack_pending = True
-            self._delack_at = now + self.delack
-        if self._delack_ev is None:
-            self._delack_ev = call_at(self.env, self._delack_at, self._delack_fire)
 
     def _delack_fire(self, _=None) -> None:
         self._delack_ev = None

@@ -170,26 +170,15 @@ class TcpSender:
             self.write_size = int(write_size)
         self.push()
 
-    def _refill(self, now: float) -> None:
-        """A writer blocked on a full buffer copies as space frees (``sk_stream_wait_memory``).
-
-        Approximation: Linux wakes the writer once a third of the buffer is
-        free and counts skb overhead; here the payload-sized buffer is kept
-        full, so a buffer-limited flow keeps ``sndbuf`` bytes in flight.
-        """
-        if now >= self.bulk_until:
-            self.bulk_until = None
-            return
-        full = self.snd_una + self.sndbuf
-        if full > self.write_end:
-            self.write_end = full
-
     # -- sending ---------------------------------------------------------------------------
     def push(self) -> None:
         """``tcp_write_xmit``: send what the windows, the buffer and Nagle allow."""
         now = self.env._now
         if self.bulk_until is not None:
-            # _refill, inline (once per ACK): keep a bulk writer's buffer full
+            # A writer blocked on a full buffer copies as space frees (sk_stream_wait_memory).
+            # Approximation: Linux wakes the writer once a third of the buffer is free and
+            # counts skb overhead; here the payload-sized buffer is kept full, so a
+            # buffer-limited flow keeps ``sndbuf`` bytes in flight.
             if now >= self.bulk_until:
                 self.bulk_until = None
             else:
