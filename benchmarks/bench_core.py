@@ -9,7 +9,7 @@
     way SimPy tutorials and ns.py build a queue.
 Both run in this process, one after the other; on a shared, noisy machine the
 ratio is the figure to read.  Target: (a) >= 300,000 packets per wall-second and
->= 2.3x (b).  Run: .venv/bin/python benchmarks/bench_core.py
+>= 2.3x (b).  Run: .venv/bin/python benchmarks/bench_core.py [--calls]
 """
 from __future__ import annotations
 
@@ -61,17 +61,30 @@ def build_path(env, prof: Profile, rng, qdisc=None):
     return src, dst, wire_end, nic
 
 
-def bench_ovssim() -> tuple[int, float]:
+def bench_ovssim(stats: dict | None = None) -> tuple[int, float]:
+    """Run (a); ``stats``, if given, receives the scheduler events spent (SimPy's event ids)."""
     env = simpy.Environment()
     prof = Profile.default()
     rng = rng_factory(1, 0)
     src, dst, wire_end, _nic = build_path(env, prof, rng)
     wl = IperfUdp(rate_bps=RATE, length=LENGTH, name="udp")
     wl.start(RunContext(env, src, dst, DURATION, rng, extra={"app": {"send_per_packet": 2e-6}}))
+    eid0 = next(env._eid)
     t0 = time.perf_counter()
     run_until(env, DURATION + 0.01)      # what ovssim's runner uses
     wall = time.perf_counter() - t0
+    if stats is not None:
+        stats["events"] = next(env._eid) - eid0 - 1
     return wire_end.count, wall
+
+
+def calls_per_packet() -> float:
+    """Python function calls per packet in (a), counted by cProfile (slow; --calls)."""
+    import cProfile
+    import pstats
+    prof = cProfile.Profile()
+    n, _ = prof.runcall(bench_ovssim)
+    return pstats.Stats(prof).total_calls / n
 
 
 def bench_simpy_baseline(n: int) -> float:
@@ -98,10 +111,15 @@ def bench_simpy_baseline(n: int) -> float:
 
 
 def main() -> None:
-    n, wall = bench_ovssim()
+    import sys
+    st: dict = {}
+    n, wall = bench_ovssim(st)
     base = bench_simpy_baseline(n)
     ours, theirs = n / wall, n / base
     print(f"packets through the path              : {n}")
+    print(f"scheduler events per packet           : {st['events'] / n:6.2f}")
+    if "--calls" in sys.argv:
+        print(f"Python calls per packet (cProfile)    : {calls_per_packet():6.1f}")
     print(f"ovssim VIF->OVS->pfifo->PIF           : {wall:7.3f} s wall, {ours:10,.0f} packets/wall-s")
     print(f"bare SimPy single-queue loop          : {base:7.3f} s wall, {theirs:10,.0f} packets/wall-s")
     print(f"ratio ovssim / bare SimPy             : {ours / theirs:6.2f}x   (target >= 2.3x and >= 300,000 packets/wall-s)")
