@@ -31,11 +31,9 @@ from ovssim.tcp import connect  # noqa: E402
 from ovssim.workloads.iperf_tcp import IperfTcp  # noqa: E402
 from ovssim.workloads.netperf import NetperfTcpRR, NetperfTcpStream  # noqa: E402
 
-try:
-    from .conftest import Path as TestPath
-except ImportError:               # run as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conftest import Path as TestPath  # type: ignore  # noqa: E402
+# the test paths of tests/tcp/conftest.py: given by its ``make_path`` fixture under pytest
+# (a ``conftest`` import could find another directory's conftest), loaded by file as a script
+_PATH_CLASS: list = []
 
 
 class Tap:
@@ -70,7 +68,7 @@ SEG = 1538 * 8 / 100e6      # one full segment at 100 Mbit/s
 
 
 def _path(log, reorder=None, **kw):
-    p = TestPath(**kw)
+    p = _PATH_CLASS[0](**kw)
     if reorder is not None:
         p.a.out = Reorder(p.env, p.a.out, *reorder)
     p.tap_a = Tap(p.env, p.a.out, log)
@@ -489,7 +487,8 @@ EXPECTED: dict = {'black_hole_timeouts': {'packets': 3163,
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_run_reproduces_reference_trace(name):
+def test_run_reproduces_reference_trace(name, make_path):
+    _PATH_CLASS[:] = [make_path]
     assert SCENARIOS[name]() == EXPECTED[name]
 
 
@@ -506,5 +505,10 @@ def test_scenarios_exercise_what_they_claim():
 
 
 if __name__ == "__main__":
+    import importlib.util
     import pprint
+    spec = importlib.util.spec_from_file_location("tcp_test_paths", Path(__file__).with_name("conftest.py"))
+    paths = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(paths)
+    _PATH_CLASS[:] = [paths.Path]
     pprint.pprint({k: f() for k, f in SCENARIOS.items()}, width=110, sort_dicts=True)
