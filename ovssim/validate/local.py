@@ -112,7 +112,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
               Param.parse("host.stack_delay:scale=0.5us..60us"),
               Param.parse("ovs.latency=0us..400us")]
     path, res = fit_profile(runner, settings, name="local_netns", configs=fit_cfgs, params=params, targets=targets,
-                            data_files=[data / "results.csv"] if (data / "results.csv").is_file() else [],
+                            data_files=[data / "results.csv.gz"] if (data / "results.csv.gz").is_file() else [],
                             description="This machine's namespace testbed (2 shared cores; OVS 3.1 netdev datapath "
                                         "and Linux bridge): fitted on single-bridge unshaped runs only",
                             method_note="targets: iperf3 TCP throughput and qperf tcp_lat RTT of the 1-bridge, "
