@@ -7,6 +7,15 @@ the child's (``qdisc_tree_reduce_backlog``): every packet the child drops is
 a drop of the parent, and the parent's backlog is the children's.
 ``peek`` dequeues into a one-packet stash (``qdisc_peek_dequeued``), which is
 how HFSC learns the next packet's length from any child.
+
+A child that drops inside its dequeue (CoDel, FQ-CoDel) reports the drops
+with ``qdisc_tree_reduce_backlog`` (``net/sched/sch_api.c``), which calls the
+parent's ``qlen_notify`` for the class when the child is left empty
+(``hfsc_qlen_notify``: the class leaves link-sharing and the eligible list;
+``htb_qlen_notify``: ``htb_deactivate``).  :attr:`Leaf.notify` is that hook:
+called, inside the child's dequeue, when the child dropped packets and holds
+none.  A peek that stashes a packet does not notify (the child is not empty:
+the stash counts in its ``qlen``, as ``qdisc_peek_dequeued`` restores it).
 """
 from __future__ import annotations
 
@@ -20,13 +29,14 @@ class Leaf:
     The default child, a pfifo, takes a fast path (same behaviour, no
     counter deltas): it is what almost every HTB/HFSC leaf holds."""
 
-    __slots__ = ("q", "stash", "owner", "_fifo")
+    __slots__ = ("q", "stash", "owner", "_fifo", "notify")
 
-    def __init__(self, owner, child):
+    def __init__(self, owner, child, notify=None):
         from .pfifo import PFifo  # noqa: PLC0415
         self.owner = owner
         self.q = child
         self.stash = None
+        self.notify = notify        # the parent's qlen_notify for this class (no argument), or None
         self._fifo = child._q if type(child) is PFifo else None
         child.on_drop = owner._child_dropped
 
@@ -66,14 +76,20 @@ class Leaf:
             pkt.enqueued_at = now
         return ok
 
-    def _pull(self, now: float):
+    def _pull(self, now: float, peeking: bool = False):
+        """The child's dequeue; its counter changes reach the parent (``qdisc_tree_reduce_backlog``)."""
         cs = self.q.stats
         q0, b0, d0 = cs.qlen, cs.backlog, cs.drops
         pkt = self.q.dequeue(now)
         st = self.owner.stats
         st.qlen += cs.qlen - q0
         st.backlog += cs.backlog - b0
-        st.drops += cs.drops - d0
+        if cs.drops != d0:
+            st.drops += cs.drops - d0
+            # the child dropped and is left empty: the parent's qlen_notify (a packet
+            # stashed by a peek keeps the child non-empty)
+            if not cs.qlen and (pkt is None or not peeking) and self.notify is not None:
+                self.notify()
         return pkt
 
     def peek(self, now: float):
@@ -81,7 +97,7 @@ class Leaf:
         if fifo is not None:
             return fifo[0] if fifo else None
         if self.stash is None:
-            pkt = self._pull(now)
+            pkt = self._pull(now, True)
             if pkt is not None:
                 st = self.owner.stats
                 st.qlen += 1

@@ -27,6 +27,14 @@ queue).  Curves in a class table: ``rt = "10mbit"`` (linear), ``rt = { m1 =
 the runtime-curve arithmetic (the same operations in the same order as the
 ``RtSc`` methods, so the same floats): they run for every packet.
 ``tests/qdisc/test_hfsc_exact.py`` holds them to recorded per-packet traces.
+
+A leaf's child qdisc that drops inside its dequeue or peek (CoDel,
+FQ-CoDel) and is left empty notifies the class (``qdisc_tree_reduce_backlog``
+-> ``hfsc_qlen_notify``): if still active the class leaves link-sharing
+(``update_vf(cl, 0, 0)``) and the eligible list, at once, before the packet
+the child returns (if any) is charged; that charge then does not make the
+class passive a second time (upstream "sch_hfsc: Don't make class passive
+twice", which fixed a double ``cl_nactive`` decrement of the parent).
 """
 from __future__ import annotations
 
@@ -210,7 +218,8 @@ class Hfsc(Qdisc):
         self._link()
         self.leaves = [c for c in self.classes.values() if not c.children]
         for c in self.leaves:
-            c.leaf = classful.Leaf(self, classful.make_child(c.spec_qdisc, self.dev))
+            c.leaf = classful.Leaf(self, classful.make_child(c.spec_qdisc, self.dev),
+                                   notify=lambda c=c: self._qlen_notify(c))
         self.eltree: dict[HfscClass, None] = {}
         self._leafmap = {c.classid: c for c in self.leaves}       # classify() without the walk
         cl = self.classes.get(self.handle | self.defcls)
@@ -291,6 +300,64 @@ class Hfsc(Qdisc):
     def _child_dropped(self, pkt, now, reason) -> None:
         if self.on_drop is not None:
             self.on_drop(pkt, now, reason)
+
+    def _qlen_notify(self, cl: HfscClass) -> None:
+        """``hfsc_qlen_notify`` (idempotent): the child dropped its last packets; the class goes passive."""
+        if cl.nactive:
+            self._update_vf(cl, 0, True)
+        self.eltree.pop(cl, None)
+
+    def _update_vf(self, k: HfscClass, size: int, go_passive: bool) -> None:
+        """``update_vf`` as a function (the dequeue path inlines the same steps)."""
+        parent = k.parent
+        while parent is not None:
+            total = k.total + size
+            k.total = total
+            if not k.nactive or k.fsc is None:
+                k = parent
+                parent = k.parent
+                continue
+            if go_passive:
+                n = k.nactive - 1
+                k.nactive = n
+                go_passive = not n
+            rt = k.virtual
+            if k.flin:
+                ry = rt.y
+                vt = rt.x if total <= ry else rt.x + (total - ry) / rt.sm2
+            else:
+                vt = rt.y2x(total)
+            vt += k.vtadj
+            cvtmin = parent.cvtmin
+            if vt < cvtmin:
+                k.vtadj += cvtmin - vt
+                vt = cvtmin
+            k.vt = vt
+            if go_passive:
+                if vt > parent.cvtoff:
+                    parent.cvtoff = vt
+                act = parent.act
+                del act[k]
+                if act:
+                    _update_cfmin(parent)
+                else:
+                    parent.cfmin = 0.0
+            else:
+                if k.ulin:
+                    ul = k.ulimit
+                    ry = ul.y
+                    k.myf = myf = ul.x if total <= ry else ul.x + (total - ry) / ul.sm2
+                elif k.usc is not None:
+                    k.myf = myf = k.ulimit.y2x(total)
+                else:
+                    myf = k.myf
+                cfmin = k.cfmin
+                f = myf if myf > cfmin else cfmin
+                if f != k.f:
+                    k.f = f
+                    _update_cfmin(parent)
+            k = parent
+            parent = k.parent
 
     # -- classification -----------------------------------------------------------------------
     def classify(self, pkt) -> HfscClass | None:
@@ -503,8 +570,8 @@ class Hfsc(Qdisc):
             st.bytes += size
             qlen = len(fifo)
         else:
-            pkt = leaf.dequeue(now)
-            if pkt is None:
+            pkt = leaf.dequeue(now)                 # a child that drops may notify (_qlen_notify)
+            if pkt is None:                         # the kernel returns NULL (qdisc_warn_nonwc)
                 self._wake = now + 1e-6
                 return None
             size = pkt.size
@@ -512,7 +579,8 @@ class Hfsc(Qdisc):
         cl.bytes += size
         cl.packets += 1
         # update_vf: charge the bytes up the tree; classes left idle leave link-sharing
-        go_passive = not qlen and cl.fsc is not None
+        # (a class the child's qlen_notify already made passive is not made passive twice)
+        go_passive = not qlen and cl.fsc is not None and cl.nactive
         k = cl
         parent = k.parent
         while parent is not None:
@@ -568,7 +636,7 @@ class Hfsc(Qdisc):
         if cl.rsc is not None:
             if qlen:
                 nxt = fifo[0] if fifo is not None else leaf.peek(now)
-                if nxt is None:                     # the child dropped everything it held
+                if nxt is None:                     # the child dropped everything it held (notified)
                     eltree.pop(cl, None)
                 elif cl.rlin:                       # d = deadline.y2x(cumul + next_len); e = eligible.y2x(cumul)
                     dl = cl.deadline

@@ -20,6 +20,12 @@ root classes are level 7 and their inner children 6, 5, ... as the kernel
 numbers them.  When nothing may send, ``next_wakeup`` is the earliest time a
 blocked class changes mode (the kernel's wait queue and watchdog).
 
+A leaf whose child qdisc drops inside its dequeue (CoDel, FQ-CoDel) and is
+left empty leaves the active set at once, whether or not the child handed a
+packet out: what ``htb_qlen_notify`` -> ``htb_deactivate`` does when the
+child calls ``qdisc_tree_reduce_backlog`` (``dequeue`` checks the child's
+qlen after every call, so no notify hook is needed here).
+
 Packets pick a leaf by OVS ``set_queue`` / ``skb->priority`` (class id); a
 packet matching no leaf goes to the ``default`` class, and if that is
 missing, to the unshaped direct queue (``direct_qlen`` packets).

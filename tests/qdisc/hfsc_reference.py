@@ -6,6 +6,13 @@ runs it side by side with ``ovssim.qdisc.hfsc`` and requires the same
 dequeue order and the same times, float for float.  Do not edit it to
 follow changes of the model: a deliberate change of behaviour must change
 the recorded traces (``data/hfsc_traces.json``) and this file together.
+
+Deliberate change since fda1d2f (marked "qlen_notify" below): a child qdisc
+that drops inside its dequeue/peek and is left empty notifies the class as
+the kernel's ``qdisc_tree_reduce_backlog`` -> ``hfsc_qlen_notify`` does
+(``update_vf(cl, 0, 0)`` if still active, eltree removal), and the charge
+of a packet the child returned does not make the class passive twice.
+Only scenarios with codel / fq_codel leaves change.
 """
 from __future__ import annotations
 
@@ -181,7 +188,8 @@ class Hfsc(Qdisc):
         self._link()
         self.leaves = [c for c in self.classes.values() if not c.children]
         for c in self.leaves:
-            c.leaf = classful.Leaf(self, classful.make_child(c.spec_qdisc, self.dev))
+            c.leaf = classful.Leaf(self, classful.make_child(c.spec_qdisc, self.dev),
+                                   notify=lambda c=c: self._qlen_notify(c))     # qlen_notify
         self.eltree: dict[HfscClass, None] = {}
         self._wake: float | None = None
         self.unclassified = 0
@@ -345,9 +353,17 @@ class Hfsc(Qdisc):
             cl = parent
             parent = cl.parent
 
+    def _qlen_notify(self, cl: HfscClass) -> None:
+        """qlen_notify: ``hfsc_qlen_notify`` -- the child dropped its last packets."""
+        if cl.nactive:
+            self._update_vf(cl, 0)
+        self.eltree.pop(cl, None)
+        cl.in_el = False
+
     def _update_vf(self, cl: HfscClass, length: int) -> None:
         """``update_vf``: charge ``length`` bytes up the tree; idle classes leave link-sharing."""
-        go_passive = cl.fsc is not None and cl.leaf.qlen == 0
+        # qlen_notify: a class already made passive by its child's notify is not made passive twice
+        go_passive = cl.fsc is not None and cl.leaf.qlen == 0 and cl.nactive > 0
         parent = cl.parent
         while parent is not None:
             cl.total += length
