@@ -35,6 +35,7 @@ SCHEMA: dict[str, str] = {
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
     "switch.latency": "time", "switch.buffer": "size",
     "app.send_per_packet": "time", "app.recv_per_packet": "time", "app.rr_processing": "time",
+    "app.send_per_call": "time",
 }
 for _k in VIF_KINDS:
     SCHEMA[f"vif.{_k}.backend_delay"] = "dist"

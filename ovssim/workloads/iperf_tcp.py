@@ -13,7 +13,7 @@ Keys are iperf3's flags (iperf3(1)) or their long names:
 * ``M``/``set-mss``   maximum segment size in bytes;
 * ``N``/``no-delay``  TCP_NODELAY.
 
-ovssim's own: ``name``, ``start``, ``call_cost`` (CPU per write call),
+ovssim's own: ``name``, ``start``, ``call_cost`` (CPU per write call; default ``app.send_per_call``),
 ``send_cost``/``recv_cost`` (CPU per segment,
 charged to the endpoints' CPUs; default: the profile's ``app.send_per_packet``
 / ``app.recv_per_packet`` from ``RunContext.extra["app"]``, else 0), ``port`` (default 5201), ``stagger``
@@ -68,7 +68,7 @@ class IperfTcp(Workload):
                  cc: str = "cubic", length: int = IPERF3_TCP_LENGTH, mss: int | None = None,
                  nodelay: bool = False, name: str | None = None, start: float = 0.0,
                  send_cost: float | None = None, recv_cost: float | None = None,
-                 call_cost: float = 0.0, port: int = IPERF3_PORT,
+                 call_cost: float | None = None, port: int = IPERF3_PORT,
                  stagger: float = 1e-3, mtu: int | None = None, cwnd_interval: float = 0.01):
         super().__init__(name)
         if parallel < 1:
@@ -105,13 +105,14 @@ class IperfTcp(Workload):
         app = (ctx.extra or {}).get("app", {})
         send_cost = self.send_cost if self.send_cost is not None else app.get("send_per_packet", 0.0)
         recv_cost = self.recv_cost if self.recv_cost is not None else app.get("recv_per_packet", 0.0)
+        call_cost = self.call_cost if self.call_cost is not None else app.get("send_per_call", 0.0)
         offsets = np.zeros(self.parallel)
         if self.stagger > 0 and self.parallel > 1 and ctx.rng is not None:
             offsets = ctx.rng("iperf").uniform(0.0, self.stagger, self.parallel)
         for i in range(self.parallel):
             c, s = connect(env, ctx.src, ctx.dst, self.port, cc=self.cc, mtu=self.mtu, mss=self.mss,
                            nodelay=self.nodelay, sndbuf=self.window, rcvbuf=self.window,
-                           send_cost=send_cost, recv_cost=recv_cost, call_cost=self.call_cost)
+                           send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost)
             meter = GoodputMeter(self.t0, self.t1)
             s.receiver.on_deliver = meter
             self.streams.append((c, s))

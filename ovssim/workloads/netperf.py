@@ -23,7 +23,7 @@ Configured with netperf's flags (netperf(1), "Netperf Manual" section 5/6):
 
 ovssim's own keys: ``name``, ``start`` (offset from the scenario start),
 ``send_cost``/``recv_cost`` (the tool's CPU time per segment sent/received,
-charged to the endpoint's CPU), ``call_cost`` (CPU per ``send()`` call), ``server_cost`` (TCP_RR: server work per
+charged to the endpoint's CPU), ``call_cost`` (CPU per ``send()`` call; default the profile's ``app.send_per_call``), ``server_cost`` (TCP_RR: server work per
 transaction), ``port``.  Costs not given come from the run's profile
 (``app.send_per_packet``, ``app.recv_per_packet``, ``app.rr_processing``,
 passed in ``RunContext.extra["app"]``), else 0.
@@ -89,7 +89,7 @@ class _NetperfTcp(Workload):
     def __init__(self, *, length: float | None = None, local_buffer: int | None = None,
                  remote_buffer: int | None = None, nodelay: bool = False, cc: str = "cubic",
                  name: str | None = None, start: float = 0.0, send_cost: float | None = None,
-                 recv_cost: float | None = None, call_cost: float = 0.0,
+                 recv_cost: float | None = None, call_cost: float | None = None,
                  port: int = NETPERF_DATA_PORT, mtu: int | None = None,
                  cwnd_interval: float = 0.01):
         super().__init__(name)
@@ -116,10 +116,11 @@ class _NetperfTcp(Workload):
         app = (ctx.extra or {}).get("app", {})
         send_cost = self.send_cost if self.send_cost is not None else app.get("send_per_packet", 0.0)
         recv_cost = self.recv_cost if self.recv_cost is not None else app.get("recv_per_packet", 0.0)
+        call_cost = self.call_cost if self.call_cost is not None else app.get("send_per_call", 0.0)
         if self.server_cost is None:
             self.server_cost = app.get("rr_processing", 0.0)
         common = dict(cc=self.cc, mtu=self.mtu, nodelay=self.nodelay,
-                      send_cost=send_cost, recv_cost=recv_cost, call_cost=self.call_cost)
+                      send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost)
         self.client, self.server = connect(
             env, ctx.src, ctx.dst, self.port,
             client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer),

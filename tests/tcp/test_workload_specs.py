@@ -111,3 +111,21 @@ def test_registry_builds_the_tcp_tools():
     assert isinstance(w, IperfTcp) and w.parallel == 10
     with pytest.raises(ConfigError, match="Q"):
         make_workload({"tool": "iperf", "proto": "tcp", "Q": 1})
+
+
+def test_profile_send_per_call_caps_a_cpu_bound_sender(make_path):
+    """No call_cost in the table: the run's profile (app.send_per_call) applies.  With 256-byte writes
+    at 30 us each on one core, the sender can do at most 256 B x 8 / 30 us = 68.3 Mbit/s of payload
+    on a 100 Mbit/s path (TCP goodput ceiling ~94 Mbit/s), so the CPU, not the link, is the limit."""
+    import dataclasses
+    res = {}
+    for per_call in (0.0, 30e-6):
+        p = make_path(rate=100e6, delay=0.0005)
+        p.a.cpu = CpuPool(p.env, cores=1)
+        w = NetperfTcpStream(length=2.0, message=256, send_cost=0.0)
+        ctx = dataclasses.replace(p.ctx(2.0), extra={"app": {"send_per_call": per_call}})
+        w.start(ctx)
+        p.env.run(until=2.5)
+        res[per_call] = next(m.value for m in w.metrics() if m.name == "throughput")
+    assert res[0.0] > 90
+    assert res[30e-6] == pytest.approx(256 * 8 / 30e-6 / 1e6, rel=0.03)
