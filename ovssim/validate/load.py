@@ -107,29 +107,38 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
 
 
 def _notes(tb: TestbedResult, series: dict) -> None:
+    means = {lab.split()[0]: (float(np.mean(meas)), float(np.mean(simr))) for lab, (meas, simr) in series.items()}
+    maxima = {lab.split()[0]: float(np.max(meas)) for lab, (meas, _) in series.items()}
     parts = []
     for lab, (meas, simr) in series.items():
-        parts.append(f"{lab.split()[0]}: median {np.median(meas):.1f} ms measured, {np.median(simr):.1f} ms "
-                     f"simulated (p90 {np.percentile(meas, 90):.1f} vs {np.percentile(simr, 90):.1f})")
+        parts.append(f"{lab.split()[0]}: median {np.median(meas):.3g} ms measured, {np.median(simr):.3g} ms "
+                     f"simulated (p90 {np.percentile(meas, 90):.3g} vs {np.percentile(simr, 90):.3g})")
     if parts:
         tb.notes.append("**Ping RTT under load** (medians and 90th percentiles): " + "; ".join(parts) + ".")
+
+    def mx(label):
+        return f"{maxima[label]:.1f} ms" if label in maxima else "not measured"
     tb.notes.append(
         "What sets the RTT under load: behind a 50 Mbit/s shaper a standing queue of TCP segments (HTB's leaf "
         "pfifo holds up to txqueuelen = 1000 packets, 242 ms at 50 Mbit/s -- the measured Linux-bridge maximum is "
-        "239.5 ms; TBF's limit follows from `latency 50ms` -- measured maximum 53.8 ms), so the ping RTT is the "
-        "queue CUBIC keeps there. The model gets the Linux bridge's shaped queues roughly right (mean RTT within "
-        "10 %, KS about 0.2: its CUBIC sawtooth sits lower in the queue than the kernel's).")
-    tb.notes.append(
-        "**OVS (userspace netdev datapath): the queue behind the shaper stays at ~17 ms, HTB or TBF alike, with "
-        "no drop counted by tc, OVS or the AF_PACKET sockets.** Not modelled. A likely cause: ovs-vswitchd sends "
-        "every packet through one AF_PACKET socket (`netdev_linux_send`, OVS lib/netdev-linux.c) whose skbs stay "
-        "charged to its send buffer (net.core.wmem_default = 212992 bytes, ~90 full-size skbs = ~22 ms at "
-        "50 Mbit/s) until the qdisc releases them, so the socket, not the qdisc limit, bounds the queue and "
-        "back-pressures the datapath thread (which also carries the ACKs). Modelling it needs that shared "
-        "send-buffer accounting and the thread's blocking; the data to check it against is in "
-        "`data/local/local-load`.")
-    tb.notes.append(
-        "**Unshaped ports** (pfifo_fast rows): the kernel keeps the queue under a CPU-bound TCP flow near zero "
-        "(ping 0.05 ms on the Linux bridge, 1.7 ms through OVS), the model builds one in its CPU backlog "
-        "(9 and 26 ms): the model's sender does not feel the back-pressure of run-to-completion softirq "
-        "processing and TCP Small Queues, so its unshaped RTT-under-load rows are not predictions to use.")
+        f"{mx('linux-1-htb50')}; TBF's limit follows from `latency 50ms` -- measured maximum "
+        f"{mx('linux-1-tbf50')}), so the ping RTT is the queue CUBIC keeps there.")
+    ovs = [means[k][0] for k in ("ovs-1-htb50", "ovs-1-tbf50") if k in means]
+    if ovs:
+        tb.notes.append(
+            f"**OVS (userspace netdev datapath): the queue behind the shaper stays at {min(ovs):.1f}-{max(ovs):.1f} "
+            "ms (mean ping RTT), HTB or TBF alike, with no drop counted by tc, OVS or the AF_PACKET sockets.** Not "
+            "modelled. A likely cause: ovs-vswitchd sends every packet through one AF_PACKET socket "
+            "(`netdev_linux_send`, OVS lib/netdev-linux.c) whose skbs stay charged to its send buffer "
+            "(net.core.wmem_default = 212992 bytes, ~90 full-size skbs = ~22 ms at 50 Mbit/s) until the qdisc "
+            "releases them, so the socket, not the qdisc limit, bounds the queue and back-pressures the datapath "
+            "thread (which also carries the ACKs). Modelling it needs that shared send-buffer accounting and the "
+            "thread's blocking; the data to check it against is in `data/local/local-load`.")
+    unshaped = [(k.split("-")[0], *means[k]) for k in ("linux-1-pfifo_fast", "ovs-1-pfifo_fast") if k in means]
+    if unshaped:
+        figs = ", ".join(f"{b} {m:.2f} ms measured vs {s_:.1f} ms simulated" for b, m, s_ in unshaped)
+        tb.notes.append(
+            f"**Unshaped ports** (pfifo_fast rows; mean ping RTT: {figs}): the kernel keeps the queue under a "
+            "CPU-bound TCP flow near zero, the model builds one in its CPU backlog: the model's sender does not "
+            "feel the back-pressure of run-to-completion softirq processing and TCP Small Queues, so its unshaped "
+            "RTT-under-load rows are not predictions to use.")
