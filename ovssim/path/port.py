@@ -29,7 +29,9 @@ from ..packet import ETH_PREAMBLE_FCS_IFG
 from ..qdisc import make_qdisc
 from ..qdisc.base import Device
 from ..qdisc.pfifo import PFifo
-from ..sched import Call, call_at
+from ..sched import Call, _noop, call_at
+
+_INF = float("inf")
 
 
 class EgressPort:
@@ -65,7 +67,7 @@ class EgressPort:
         self._free_at = 0.0
         # pfifo's tail-drop test (qlen >= limit), inlined on the analytic path
         self._pkt_limit = type(self.qdisc).full_for is PFifo.full_for if self.analytic else False
-        self._arrive_cb = self._arrive_fifo if self.analytic else self._arrive
+        self._arrive_cb = self._arrive_fifo if self.analytic else (self._arrive_la if lookahead else self._arrive)
         # Lookahead with any other qdisc: a transmission's end costs an event only when a
         # packet is waiting for it (the next dequeue must happen then); otherwise the packet
         # goes on at once with its departure time, like the analytic FIFO.
@@ -165,6 +167,22 @@ class EgressPort:
         elif not self.busy:
             self._kick()
 
+    def _arrive_la(self, pkt) -> None:
+        """``_arrive`` with lookahead (the port's own path for a non-FIFO qdisc)."""
+        now = self.env._now
+        self.arrived += 1
+        stamps = pkt.stamps
+        if stamps is not None:
+            stamps[self.name + ".enq"] = now
+        self.qdisc.enqueue(pkt, now)
+        busy_until = self._busy_until
+        if busy_until <= now:
+            self._kick_la(now)
+        elif self._wake is None:
+            env = self.env
+            self._wake = wake = Call(self._on_wake, None)
+            heappush(env._queue, (busy_until, NORMAL, next(env._eid), wake))
+
     def _dropped(self, pkt, now, reason) -> None:
         self.dropped += 1
         if self.on_drop is not None:
@@ -210,19 +228,71 @@ class EgressPort:
                 return
             self._send(pkt, now)
 
+    def _kick_la(self, now: float) -> None:
+        """``_kick`` with lookahead, at ``now`` (= ``env.now``): the same dequeues, events
+        (times and order) and counters, with the transmission's ``_send`` inlined.  A
+        transmission's end costs an event only when packets wait for it."""
+        q = self.qdisc
+        pkt = q.dequeue(now)
+        while pkt is not None:
+            size = pkt.size
+            stamps = pkt.stamps
+            if stamps is not None:
+                stamps[self.name + ".deq"] = now
+            spb = self._sec_per_byte
+            if spb:
+                done = now + (size + self.framing) * spb
+            elif self.service is not None:
+                done = self.service(pkt, now)
+                if done is None:          # backend refused it (CPU backlog full)
+                    self._dropped(pkt, now, "backend")
+                    pkt = q.dequeue(now)
+                    continue
+            else:
+                done = now
+            self.tx_packets += 1
+            self.tx_bytes += size
+            if done > now:
+                self.busy_time += done - now
+                self._busy_until = done
+                pkt.t = done + self.prop_delay
+                self.out.put(pkt)
+                if q.stats.qlen:
+                    env = self.env
+                    self._wake = wake = Call(self._on_wake, None)
+                    heappush(env._queue, (done, NORMAL, next(env._eid), wake))
+                return
+            pkt.t = now + self.prop_delay
+            self.out.put(pkt)
+            pkt = q.dequeue(now)
+        if q.stats.qlen:                  # a shaper holds packets: its watchdog
+            w = q.next_wakeup(now)
+            if w is not None and w < self._watchdog_at:
+                wd = self._watchdog
+                if wd is not None:
+                    wd.fn = _noop         # Call.cancel
+                if w < now:
+                    w = now
+                self._watchdog_at = w
+                env = self.env
+                self._watchdog = wd = Call(self._on_watchdog, None)
+                heappush(env._queue, (w, NORMAL, next(env._eid), wd))
+
     def _on_watchdog(self, _=None) -> None:
         self._watchdog = None
-        self._watchdog_at = float("inf")
+        self._watchdog_at = _INF
         if self.lookahead:
-            if self._busy_until <= self.env._now:
-                self._kick()
+            now = self.env._now
+            if self._busy_until <= now:
+                self._kick_la(now)
         elif not self.busy:
             self._kick()
 
     def _on_wake(self, _=None) -> None:
         self._wake = None
-        if self._busy_until <= self.env._now:
-            self._kick()
+        now = self.env._now
+        if self._busy_until <= now:
+            self._kick_la(now)
 
     def _done(self, pkt) -> None:
         self.busy = False
