@@ -29,7 +29,7 @@ from ..packet import ETH_PREAMBLE_FCS_IFG
 from ..qdisc import make_qdisc
 from ..qdisc.base import Device
 from ..qdisc.pfifo import PFifo
-from ..sched import Call, _noop, call_at
+from ..sched import FIRE, Call, _noop, call_at
 
 _INF = float("inf")
 
@@ -75,8 +75,9 @@ class EgressPort:
         self._wake = None
         self._waiting: deque = deque()       # (start time, size) of packets still in the qdisc
         self.busy = False
-        self._watchdog = None
+        self._watchdog = None                # the pending watchdog Call, if any
         self._watchdog_at = float("inf")
+        self._watchdog_call = None           # the lookahead path's last watchdog Call (reused once fired)
         # counters
         self.tx_packets = 0
         self.tx_bytes = 0
@@ -174,14 +175,45 @@ class EgressPort:
         stamps = pkt.stamps
         if stamps is not None:
             stamps[self.name + ".enq"] = now
-        self.qdisc.enqueue(pkt, now)
+        q = self.qdisc
+        q.enqueue(pkt, now)
         busy_until = self._busy_until
-        if busy_until <= now:
+        if busy_until > now:
+            if self._wake is None:
+                env = self.env
+                self._wake = wake = Call(self._on_wake, None)
+                heappush(env._queue, (busy_until, NORMAL, next(env._eid), wake))
+            return
+        spb = self._sec_per_byte
+        if not spb:
             self._kick_la(now)
-        elif self._wake is None:
-            env = self.env
-            self._wake = wake = Call(self._on_wake, None)
-            heappush(env._queue, (busy_until, NORMAL, next(env._eid), wake))
+            return
+        # the link is free: the first round of _kick_la(now), inlined for a line-rate device
+        pkt = q.dequeue(now)
+        if pkt is None:
+            if q.stats.qlen:
+                self._arm_watchdog(q, now)
+            return
+        size = pkt.size
+        stamps = pkt.stamps
+        if stamps is not None:
+            stamps[self.name + ".deq"] = now
+        done = now + (size + self.framing) * spb
+        self.tx_packets += 1
+        self.tx_bytes += size
+        if done > now:
+            self.busy_time += done - now
+            self._busy_until = done
+            pkt.t = done + self.prop_delay
+            self.out.put(pkt)
+            if q.stats.qlen:
+                env = self.env
+                self._wake = wake = Call(self._on_wake, None)
+                heappush(env._queue, (done, NORMAL, next(env._eid), wake))
+        else:                             # sent in no time (rounding): the loop goes on
+            pkt.t = now + self.prop_delay
+            self.out.put(pkt)
+            self._kick_la(now)
 
     def _dropped(self, pkt, now, reason) -> None:
         self.dropped += 1
@@ -190,6 +222,7 @@ class EgressPort:
 
     # -- transmit ------------------------------------------------------------------
     def _kick(self, _=None) -> None:
+        """Without lookahead: dequeue and transmit while the device is free (``qdisc_run``)."""
         env = self.env
         q = self.qdisc
         while True:
@@ -217,12 +250,6 @@ class EgressPort:
                 done = now
             if done > now:
                 self.busy_time += done - now
-                if self.lookahead:
-                    self._busy_until = done
-                    self._send(pkt, done)
-                    if q.stats.qlen:
-                        self._wake = call_at(env, done, self._on_wake)
-                    return
                 self.busy = True
                 call_at(env, done, self._done, pkt)
                 return
@@ -266,27 +293,42 @@ class EgressPort:
             self.out.put(pkt)
             pkt = q.dequeue(now)
         if q.stats.qlen:                  # a shaper holds packets: its watchdog
-            w = q.next_wakeup(now)
-            if w is not None and w < self._watchdog_at:
-                wd = self._watchdog
-                if wd is not None:
-                    wd.fn = _noop         # Call.cancel
-                if w < now:
-                    w = now
-                self._watchdog_at = w
-                env = self.env
-                self._watchdog = wd = Call(self._on_watchdog, None)
-                heappush(env._queue, (w, NORMAL, next(env._eid), wd))
+            self._arm_watchdog(q, now)
+
+    def _arm_watchdog(self, q, now: float) -> None:
+        """``qdisc_watchdog_schedule_ns``: wake the port when the qdisc can send (if earlier
+        than the pending wake-up)."""
+        w = q.next_wakeup(now)
+        if w is not None and w < self._watchdog_at:
+            wd = self._watchdog
+            if wd is None:                # none pending: the last one fired, schedule it again
+                wd = self._watchdog_call
+                if wd is None:
+                    wd = Call(self._on_watchdog_la, None)
+                else:
+                    wd.callbacks = FIRE
+            else:                         # an earlier time: cancel the pending one (its heap
+                wd.fn = _noop             # entry stays, a no-op) and take a new Call
+                wd = Call(self._on_watchdog_la, None)
+            if w < now:
+                w = now
+            self._watchdog_at = w
+            self._watchdog = self._watchdog_call = wd
+            env = self.env
+            heappush(env._queue, (w, NORMAL, next(env._eid), wd))
 
     def _on_watchdog(self, _=None) -> None:
         self._watchdog = None
         self._watchdog_at = _INF
-        if self.lookahead:
-            now = self.env._now
-            if self._busy_until <= now:
-                self._kick_la(now)
-        elif not self.busy:
+        if not self.busy:
             self._kick()
+
+    def _on_watchdog_la(self, _=None) -> None:
+        self._watchdog = None
+        self._watchdog_at = _INF
+        now = self.env._now
+        if self._busy_until <= now:
+            self._kick_la(now)
 
     def _on_wake(self, _=None) -> None:
         self._wake = None

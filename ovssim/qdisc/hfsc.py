@@ -546,10 +546,22 @@ class Hfsc(Qdisc):
                 cl, best_d = c, c.d
         realtime = cl is not None
         if not realtime:
-            cl = self._get_minvt(now)
+            root = self.root
+            # _get_minvt, whose first test (the root's fit time has not come) is inlined
+            cl = None if root.cfmin > now else self._get_minvt(now)
             if cl is None:
                 st.overlimits += 1
-                self._wake = self._watchdog_time(now)
+                t = None                            # _watchdog_time(now), inlined
+                for c in eltree:
+                    e = c.e
+                    if t is None or e < t:
+                        t = e
+                cf = root.cfmin
+                if cf:
+                    t = cf if t is None or cf < t else t
+                if t is not None and t < now + 1e-9:
+                    t = now + 1e-9
+                self._wake = t
                 return None
         leaf = cl.leaf
         fifo = leaf._fifo
@@ -586,12 +598,13 @@ class Hfsc(Qdisc):
         while parent is not None:
             total = k.total + size
             k.total = total
-            if not k.nactive or k.fsc is None:
+            n = k.nactive
+            if not n or k.fsc is None:
                 k = parent
                 parent = k.parent
                 continue
             if go_passive:
-                n = k.nactive - 1
+                n -= 1
                 k.nactive = n
                 go_passive = not n
             rt = k.virtual                          # vt = rt.y2x(total) + k.vtadj
