@@ -29,7 +29,7 @@ from ..packet import ETH_PREAMBLE_FCS_IFG
 from ..qdisc import make_qdisc
 from ..qdisc.base import Device
 from ..qdisc.pfifo import PFifo
-from ..sched import FIRE, Call, _noop, call_at
+from ..sched import Call, call_at
 
 _INF = float("inf")
 
@@ -78,6 +78,7 @@ class EgressPort:
         self._watchdog = None                # the pending watchdog Call, if any
         self._watchdog_at = float("inf")
         self._watchdog_call = None           # the lookahead path's last watchdog Call (reused once fired)
+        self._watchdog_cbs = (self._on_watchdog_la,)     # its callbacks: no _fire indirection
         # counters
         self.tx_packets = 0
         self.tx_bytes = 0
@@ -305,11 +306,10 @@ class EgressPort:
                 wd = self._watchdog_call
                 if wd is None:
                     wd = Call(self._on_watchdog_la, None)
-                else:
-                    wd.callbacks = FIRE
             else:                         # an earlier time: cancel the pending one (its heap
-                wd.fn = _noop             # entry stays, a no-op) and take a new Call
+                wd.callbacks = ()         # entry stays, with nothing to call) and take a new one
                 wd = Call(self._on_watchdog_la, None)
+            wd.callbacks = self._watchdog_cbs     # SimPy calls _on_watchdog_la(wd) directly
             if w < now:
                 w = now
             self._watchdog_at = w
@@ -323,7 +323,7 @@ class EgressPort:
         if not self.busy:
             self._kick()
 
-    def _on_watchdog_la(self, _=None) -> None:
+    def _on_watchdog_la(self, _ev=None) -> None:
         self._watchdog = None
         self._watchdog_at = _INF
         now = self.env._now
