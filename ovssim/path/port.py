@@ -73,6 +73,11 @@ class EgressPort:
         # goes on at once with its departure time, like the analytic FIFO.
         self._busy_until = 0.0
         self._wake = None
+        # Lookahead: the dequeue the device's completion would make on an empty qdisc (qdisc_run
+        # asks until it gets nothing), owed until the next arrival.  It can change the qdisc's
+        # state (FQ-CoDel retires an emptied flow, CoDel leaves its dropping state), so it is
+        # made, at its own time, before the next packet is enqueued.
+        self._idle_dequeue_at = None
         self._waiting: deque = deque()       # (start time, size) of packets still in the qdisc
         self.busy = False
         self._watchdog = None                # the pending watchdog Call, if any
@@ -177,6 +182,11 @@ class EgressPort:
         if stamps is not None:
             stamps[self.name + ".enq"] = now
         q = self.qdisc
+        owed = self._idle_dequeue_at
+        if owed is not None and owed <= now:
+            self._idle_dequeue_at = None
+            if not q.stats.qlen:          # else packets wait and a wake-up will dequeue
+                q.dequeue(owed)           # empty: returns nothing, may retire state
         q.enqueue(pkt, now)
         busy_until = self._busy_until
         if busy_until > now:
@@ -211,6 +221,8 @@ class EgressPort:
                 env = self.env
                 self._wake = wake = Call(self._on_wake, None)
                 heappush(env._queue, (done, NORMAL, next(env._eid), wake))
+            else:
+                self._idle_dequeue_at = done
         else:                             # sent in no time (rounding): the loop goes on
             pkt.t = now + self.prop_delay
             self.out.put(pkt)
@@ -261,6 +273,7 @@ class EgressPort:
         (times and order) and counters, with the transmission's ``_send`` inlined.  A
         transmission's end costs an event only when packets wait for it."""
         q = self.qdisc
+        self._idle_dequeue_at = None      # this dequeue is the one it stood for
         pkt = q.dequeue(now)
         while pkt is not None:
             size = pkt.size
@@ -289,6 +302,8 @@ class EgressPort:
                     env = self.env
                     self._wake = wake = Call(self._on_wake, None)
                     heappush(env._queue, (done, NORMAL, next(env._eid), wake))
+                else:
+                    self._idle_dequeue_at = done
                 return
             pkt.t = now + self.prop_delay
             self.out.put(pkt)

@@ -1,7 +1,7 @@
 """With lookahead (analytic FIFO, or completions without events) a port gives exactly the
 departures, drops and counters of the plain event-driven port, for every qdisc."""
 import simpy
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ovssim.packet import FlowKey, Packet
@@ -71,6 +71,11 @@ def _run_any(items, lookahead, spec, rate):
 @given(st.lists(st.tuples(st.floats(0, 0.05), st.integers(60, 1514), st.integers(0, 3), st.integers(0, 15)),
                 min_size=1, max_size=150),
        st.sampled_from(QDISCS), st.sampled_from([10e6, None]))
+# found by hypothesis: after a burst of flow 0 the link goes idle; the completion's dequeue on the
+# empty FQ-CoDel retires flow 0, so at the next burst flow 0 is a *new* flow again beside flow 1
+@example(items=[(0.0, 60, 0, 0)] * 10 + [(0.0, 854, 0, 0), (0.03125, 60, 0, 0), (0.03125, 60, 0, 0),
+                                         (0.03125, 60, 1, 0)],
+         spec={"kind": "fq_codel", "limit": 50}, rate=10e6)
 def test_lookahead_completions_equal_event_driven(items, spec, rate):
     a = _run_any(items, True, spec, rate)
     b = _run_any(items, False, spec, rate)
