@@ -166,12 +166,7 @@ class EgressPort:
         if pkt.stamps is not None:
             pkt.stamps[self.name + ".enq"] = now
         self.qdisc.enqueue(pkt, now)
-        if self.lookahead:
-            if self._busy_until <= now:
-                self._kick()
-            elif self._wake is None:
-                self._wake = call_at(self.env, self._busy_until, self._on_wake)
-        elif not self.busy:
+        if not self.busy:
             self._kick()
 
     def _arrive_la(self, pkt) -> None:
@@ -195,38 +190,7 @@ class EgressPort:
                 self._wake = wake = Call(self._on_wake, None)
                 heappush(env._queue, (busy_until, NORMAL, next(env._eid), wake))
             return
-        spb = self._sec_per_byte
-        if not spb:
-            self._kick_la(now)
-            return
-        # the link is free: the first round of _kick_la(now), inlined for a line-rate device
-        pkt = q.dequeue(now)
-        if pkt is None:
-            if q.stats.qlen:
-                self._arm_watchdog(q, now)
-            return
-        size = pkt.size
-        stamps = pkt.stamps
-        if stamps is not None:
-            stamps[self.name + ".deq"] = now
-        done = now + (size + self.framing) * spb
-        self.tx_packets += 1
-        self.tx_bytes += size
-        if done > now:
-            self.busy_time += done - now
-            self._busy_until = done
-            pkt.t = done + self.prop_delay
-            self.out.put(pkt)
-            if q.stats.qlen:
-                env = self.env
-                self._wake = wake = Call(self._on_wake, None)
-                heappush(env._queue, (done, NORMAL, next(env._eid), wake))
-            else:
-                self._idle_dequeue_at = done
-        else:                             # sent in no time (rounding): the loop goes on
-            pkt.t = now + self.prop_delay
-            self.out.put(pkt)
-            self._kick_la(now)
+        self._kick_la(now)
 
     def _dropped(self, pkt, now, reason) -> None:
         self.dropped += 1
