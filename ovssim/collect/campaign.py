@@ -172,7 +172,7 @@ LOAD_TOOLS = ("iperf3", "iperf2", "netperf")
 PROBE_TOOLS = ("ping", "sockperf")
 
 
-def _resolve_alongside(spec: WorkloadSpec, workloads: dict, camp: dict, f: str) -> WorkloadSpec:
+def _resolve_alongside(spec: WorkloadSpec, workloads: dict, camp_duration: float, f: str) -> WorkloadSpec:
     """Replace ``alongside = "name"`` by that workload's spec, after checking the pair makes sense:
     a load generator with a latency probe that fits inside its run (latency under load)."""
     key = f"workload.{spec.name}.alongside"
@@ -184,10 +184,7 @@ def _resolve_alongside(spec: WorkloadSpec, workloads: dict, camp: dict, f: str) 
         raise ConfigError(f"alongside runs a latency probe ({'/'.join(PROBE_TOOLS)}) during a load "
                           f"({'/'.join(LOAD_TOOLS)}), not {other.tool} during {spec.tool}", file=f, key=key,
                           fix="put alongside on the iperf3/iperf2/netperf workload, naming a ping or sockperf one")
-    try:
-        duration = spec.duration if spec.duration is not None else units.time(camp.get("duration", "5s"))
-    except OvssimError as exc:
-        raise ConfigError(str(exc), file=f, key=key) from None
+    duration = spec.duration if spec.duration is not None else camp_duration
     window = duration - spec.alongside_start
     need = other.count * other.interval if other.tool == "ping" else (other.duration or 0.0)
     if spec.alongside_start < 0 or need > window:
@@ -250,7 +247,7 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
         workloads[spec.name] = spec
     for name, spec in list(workloads.items()):
         if spec.alongside is not None:
-            workloads[name] = _resolve_alongside(spec, workloads, c, f)
+            workloads[name] = _resolve_alongside(spec, workloads, duration, f)
     if not workloads:
         raise ConfigError("the campaign defines no [[workload]]", file=f, key="workload",
                           fix='add [[workload]] name = "tcp" tool = "iperf3"')
