@@ -62,6 +62,7 @@ class WorkloadSpec:
     flush_flows: bool | None = None  # overrides the campaign's
     alongside: object = None         # a latency workload (ping/sockperf) run during this one
     alongside_start: float = 0.5     # seconds after this one starts (past slow start)
+    tos: int = field(default=0, repr=False)   # ping -Q: the probe's IP TOS byte (0x10 lowdelay -> band 0)
 
     @classmethod
     def from_dict(cls, d: dict, *, file=None) -> "WorkloadSpec":
@@ -89,6 +90,10 @@ class WorkloadSpec:
                 kw["interval"] = units.time(kw["interval"])
             if "alongside_start" in kw:
                 kw["alongside_start"] = units.time(kw["alongside_start"])
+            if "tos" in kw:
+                kw["tos"] = int(kw["tos"], 0) if isinstance(kw["tos"], str) else int(kw["tos"])
+                if not 0 <= kw["tos"] <= 255:
+                    raise ValueError(f"tos must be a byte 0..255, got {d['tos']!r}")
         except Exception as exc:
             raise ConfigError(str(exc), file=file, key=key) from None
         w = cls(**kw)
@@ -101,6 +106,9 @@ class WorkloadSpec:
             raise ConfigError(f"congestion control {w.cc!r} is not a name", file=file, key=key)
         if not isinstance(w.streams, int) or not 1 <= w.streams <= 128:
             raise ConfigError("streams must be an integer 1..128", file=file, key=key)
+        if w.tos and w.tool != "ping":
+            raise ConfigError("tos is a ping setting (ping -Q)", file=file, key=key,
+                              fix="mark the probe: put tos on the ping workload")
         return w
 
 
@@ -121,7 +129,11 @@ class RunConfig:
                 "size": w.size, "rate": w.rate, "streams": w.streams}
 
     def config_id(self) -> str:
-        blob = json.dumps([repr(self.testbed.key()), repr(self.qdisc), repr(self.workload)])
+        w = self.workload
+        # settings added later stay out of the repr, so earlier campaigns keep their ids
+        extra = {k: v for k, v in (("leaf", self.qdisc.leaf), ("tos", w.tos),
+                                   ("probe_tos", getattr(w.alongside, "tos", 0))) if v}
+        blob = json.dumps([repr(self.testbed.key()), repr(self.qdisc), repr(w)] + ([extra] if extra else []))
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
     def describe(self) -> str:
@@ -386,7 +398,8 @@ def preflight(camp: Campaign) -> dict:
     if problems:
         raise ConfigError("; ".join(problems), file=camp.file,
                           fix="install them (./setup.sh as root installs all but netperf)")
-    kinds = sorted({rc.qdisc.kind for rc in camp.configs} | {"pfifo_fast", "htb", "tbf", "fq_codel",
+    kinds = sorted({rc.qdisc.kind for rc in camp.configs} | {rc.qdisc.leaf for rc in camp.configs if rc.qdisc.leaf}
+                   | {"pfifo_fast", "htb", "tbf", "fq_codel",
                                                               "codel", "sfq", "hfsc", "netem"})
     avail = probe_qdiscs(kinds) if os.geteuid() == 0 else {}
     if camp.endpoints is not None:
@@ -551,10 +564,11 @@ class CampaignRunner:
                   **rc.as_columns()}
         record["start"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         samples: dict = {}
-        avail = self.qdisc_avail.get(rc.qdisc.kind, {"available": True})
-        if not avail.get("available", True):
-            record.update(status="skipped", error=f"qdisc {rc.qdisc.kind} unavailable in this "
-                          f"kernel: {avail.get('reason', '')}", metrics={})
+        missing = [k for k in (rc.qdisc.kind, rc.qdisc.leaf) if k and
+                   not self.qdisc_avail.get(k, {"available": True}).get("available", True)]
+        if missing:
+            record.update(status="skipped", error=f"qdisc {missing[0]} unavailable in this "
+                          f"kernel: {self.qdisc_avail[missing[0]].get('reason', '')}", metrics={})
             record["end"] = record["start"]
             return record, samples
         try:
@@ -630,6 +644,7 @@ class CampaignRunner:
         from concurrent.futures import ThreadPoolExecutor
         p = w.alongside
         with ThreadPoolExecutor(max_workers=1) as pool:
+            submitted = time.time()
             load = pool.submit(self._run_tool, w, target, duration)
             time.sleep(w.alongside_start)
             probe_err = None
@@ -640,6 +655,10 @@ class CampaignRunner:
             result = load.result()       # waits for the load; re-raises its failure
         if probe_err is not None:
             raise ToolFailed(f"probe {p.name} failed during the load: {probe_err}")
+        load_start = result.info.get("client_start_epoch", submitted)
+        first_send = probe.info.get("first_send_epoch")
+        if first_send is not None:     # when the probe really began, seconds into the load
+            result.metrics["probe_start_offset"] = (first_send - load_start, "s")
         for k, v in probe.metrics.items():
             result.metrics[f"probe_{k}"] = v
         for k, v in probe.samples.items():
@@ -658,7 +677,7 @@ class CampaignRunner:
         if w.tool == "sockperf":
             return sockperf.run(target, duration=duration, size=w.size or 64, proto=w.proto)
         if w.tool == "ping":
-            return ping.run(target, count=w.count, interval=w.interval, size=w.size or 56)
+            return ping.run(target, count=w.count, interval=w.interval, size=w.size or 56, tos=w.tos)
         if w.tool == "netperf":
             return netperf.run(target, duration=duration, test=w.test or "TCP_STREAM", size=w.size)
         raise ToolFailed(f"no runner for tool {w.tool}")

@@ -31,6 +31,8 @@ OVS_QOS_TYPES = {"htb": "linux-htb", "hfsc": "linux-hfsc", "sfq": "linux-sfq",
 KNOWN_KINDS = ("none", "pfifo_fast", "pfifo", "bfifo", "htb", "tbf", "hfsc", "sfq", "codel",
                "fq_codel", "netem", "fq", "prio", "red", "cake", "noqueue")
 
+CLASSLESS_LEAVES = ("pfifo_fast", "pfifo", "bfifo", "sfq", "codel", "fq_codel")
+
 # minimal valid arguments that let the kernel accept each kind in the availability probe
 _PROBE_ARGS = {"tbf": ["rate", "1mbit", "burst", "10k", "latency", "50ms"],
                "red": ["limit", "100k", "avpkt", "1000", "bandwidth", "10mbit", "min", "10k",
@@ -68,12 +70,13 @@ class QdiscSpec:
     burst: float | None = None   # bytes (tbf, htb)
     latency: float | None = None  # seconds (tbf)
     limit: int | None = None     # packets (pfifo) or bytes (bfifo)
+    leaf: str | None = field(default=None, repr=False)   # htb via tc: the class's qdisc (default pfifo)
     extra: tuple = field(default=())
 
     @classmethod
     def from_dict(cls, d: dict, *, file=None) -> "QdiscSpec":
         key = f"qdisc.{d.get('name', '?')}"
-        allowed = {"name", "kind", "via", "port", "rate", "burst", "latency", "limit"}
+        allowed = {"name", "kind", "via", "port", "rate", "burst", "latency", "limit", "leaf"}
         bad = set(d) - allowed
         if bad:
             raise ConfigError(f"unknown qdisc setting(s) {sorted(bad)}", file=file, key=key,
@@ -100,13 +103,20 @@ class QdiscSpec:
         if kind in ("htb", "tbf", "hfsc") and not rate:
             raise ConfigError(f"qdisc kind {kind!r} needs a rate", file=file, key=key,
                               fix='add rate = "50mbit"')
+        leaf = d.get("leaf")
+        if leaf is not None and (kind != "htb" or via != "tc" or leaf not in CLASSLESS_LEAVES):
+            raise ConfigError(f"leaf = {leaf!r} needs kind = 'htb', via = 'tc' and a classless qdisc",
+                              file=file, key=key, fix=f"use a leaf among {', '.join(CLASSLESS_LEAVES)} "
+                              "on an htb qdisc put on with tc (OVS manages its own HTB leaves)")
         return cls(name=d["name"], kind=kind, via=via, port=d.get("port", "vif2"), rate=rate,
-                   burst=burst, latency=latency, limit=d.get("limit"))
+                   burst=burst, latency=latency, limit=d.get("limit"), leaf=leaf)
 
     def describe(self) -> str:
         s = self.kind
         if self.rate:
             s += f" {units.fmt_rate(self.rate)}"
+        if self.leaf:
+            s += f" (leaf {self.leaf})"
         return s + (f" via {self.via}" if self.kind != "none" else "")
 
     # -- tc arguments ----------------------------------------------------------------------
@@ -126,7 +136,8 @@ class QdiscSpec:
                    "rate", f"{int(self.rate)}bit", "ceil", f"{int(self.rate)}bit"]
             if self.burst:
                 cls += ["burst", str(int(self.burst)), "cburst", str(int(self.burst))]
-            return [root + ["handle", "1:", "htb", "default", "1"], cls]
+            leaf = [["qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", self.leaf]] if self.leaf else []
+            return [root + ["handle", "1:", "htb", "default", "1"], cls, *leaf]
         if self.kind in ("pfifo", "bfifo") and self.limit:
             return [root + [self.kind, "limit", str(int(self.limit))]]
         return [root + [self.kind]]
@@ -230,6 +241,12 @@ class AppliedQos:
                 if abs(info["htb_ceil_bps"] - s.rate) > 0.01 * s.rate:
                     raise QosError(f"port {s.port}: HTB ceil reads back as "
                                    f"{info['htb_ceil_bps']:.0f} bit/s, asked for {s.rate:.0f}")
+        if s.leaf:
+            got = next((q.get("kind") for q in qd if q.get("parent") == "1:1"), None)
+            if got != s.leaf:
+                raise QosError(f"port {s.port}: the HTB class 1:1 has leaf {got or 'none'}, asked for {s.leaf}",
+                               fix="check that the kernel has this qdisc (ovssim testbed status)")
+            info["leaf"] = got
         if s.kind == "tbf":
             opts = root.get("options", {})
             if "rate" in opts:

@@ -30,6 +30,8 @@ TABLES = [
     ("sockperf ping-pong half-RTT p99 (us)", "half_rtt_p99", None, 1e6, 1),
     ("ping under the load (alongside): mean RTT (ms)", "probe_rtt_mean", None, 1e3, 2),
     ("ping under the load (alongside): max RTT (ms)", "probe_rtt_max", None, 1e3, 2),
+    ("ping under the load (alongside): real spacing of the probes (ms)", "probe_interval_mean", None, 1e3, 2),
+    ("ping under the load (alongside): first probe, seconds into the load", "probe_start_offset", None, 1.0, 3),
     ("CPU busy during the run (both cores, share)", "cpu_busy", ["tcp"], 1.0, 2),
 ]
 

@@ -359,9 +359,11 @@ def test_probe_runs_during_the_load_and_its_metrics_are_prefixed(tmp_path, monke
         r = ToolResult()
         if spec.tool == "iperf3":
             r.add("throughput", 47e6, "bit/s")
+            r.info["client_start_epoch"] = 1000.0
         else:
             r.add("rtt_mean", 0.018, "s")
             r.samples["rtt"] = ([0.017, 0.019], "s")
+            r.info["first_send_epoch"] = 1000.55
         return r
 
     monkeypatch.setattr(cp.CampaignRunner, "_run_tool", fake_tool)
@@ -370,6 +372,8 @@ def test_probe_runs_during_the_load_and_its_metrics_are_prefixed(tmp_path, monke
     res = runner._run_with_probe(w, None, 2.0)
     assert res.metrics["throughput"][0] == 47e6 and res.metrics["probe_rtt_mean"][0] == 0.018
     assert "rtt_mean" not in res.metrics and res.samples["rtt"][0] == [0.017, 0.019]
+    # the probe's real start, timed from the load client's start (both from the tools' own clocks)
+    assert res.metrics["probe_start_offset"][0] == pytest.approx(0.55)
     (l0, l1, _), (p0, p1, pdur) = spans["iperf3"], spans["ping"]
     assert l0 + 0.09 <= p0 and p1 <= l1 and pdur == pytest.approx(1.9)
 
@@ -389,3 +393,35 @@ def test_a_failing_probe_fails_the_run(monkeypatch, tmp_path):
     runner = cp.CampaignRunner.__new__(cp.CampaignRunner)
     with pytest.raises(ToolFailed, match="probe ping failed during the load"):
         runner._run_with_probe(w, None, 1.0)
+
+
+# -- a priority-marked probe and an HTB class with its own leaf qdisc --------------------------
+def test_existing_campaigns_keep_their_config_ids():
+    """Settings added later (leaf, tos) stay out of the id when unset: resuming a collected dataset works."""
+    import json
+    root = Path(__file__).resolve().parents[2]
+    c = cp.load_campaign(root / "data/campaigns/local-load.toml")
+    collected = {json.loads(ln)["config_id"] for ln in open(root / "data/local/local-load/runs.jsonl")}
+    assert {rc.config_id() for rc in c.configs} == collected
+
+
+def test_leaf_and_tos_are_parsed_and_change_the_config_id(tmp_path):
+    text = ALONGSIDE.format(order="interleaved").replace('via = "ovs"', 'via = "tc"\nleaf = "pfifo_fast"')
+    c = cp.load_campaign(write(tmp_path, text))
+    rc = next(r for r in c.configs if r.qdisc.name == "htb50" and r.workload.name == "tcp")
+    assert rc.qdisc.tc_args()[-1] == ["qdisc", "replace", "dev", "vif2", "parent", "1:1", "handle", "10:",
+                                      "pfifo_fast"]
+    marked = cp.load_campaign(write(tmp_path, text.replace('count = 100', 'count = 100\ntos = "0x10"'), "m.toml"))
+    rm = next(r for r in marked.configs if r.qdisc.name == "htb50" and r.workload.name == "tcp")
+    assert rm.workload.alongside.tos == 0x10 and rm.config_id() != rc.config_id()
+
+
+@pytest.mark.parametrize("patch,match", [
+    (('via = "ovs"', 'via = "ovs"\nleaf = "pfifo_fast"'), "needs kind = 'htb', via = 'tc'"),
+    (('via = "ovs"', 'via = "tc"\nleaf = "htb"'), "a classless qdisc"),
+    (('count = 100', 'count = 100\ntos = 300'), "tos must be a byte"),
+    (('tool = "iperf3"\n', 'tool = "iperf3"\ntos = 16\n'), "tos is a ping setting"),
+])
+def test_leaf_and_tos_mistakes_are_one_clear_error(tmp_path, patch, match):
+    with pytest.raises(ConfigError, match=match):
+        cp.load_campaign(write(tmp_path, ALONGSIDE.format(order="interleaved").replace(*patch, 1)))

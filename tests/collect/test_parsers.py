@@ -170,3 +170,17 @@ def test_af_packet_socket_drops():
     assert d["afpacket_vif1_drops"] == 2088 and d["afpacket_vif2_drops"] == 0
     assert d["afpacket_vif2_rx_queue"] == 0 and len(d) == 4
     assert not any(k.startswith("afpacket_*") for k in d)
+
+
+def test_ping_send_times_from_timestamps():
+    # ping -D: arrival time of each reply; send time = arrival - RTT (probe 3 lost)
+    text = ("[1700000000.100000] 64 bytes from 10.0.0.2: icmp_seq=1 ttl=64 time=50.0 ms\n"
+            "[1700000000.165000] 64 bytes from 10.0.0.2: icmp_seq=2 ttl=64 time=100 ms\n"
+            "[1700000000.095000] 64 bytes from 10.0.0.2: icmp_seq=4 ttl=64 time=5.00 ms\n\n"
+            "--- 10.0.0.2 ping statistics ---\n4 packets transmitted, 3 received, 25% packet loss\n")
+    r = ping.parse(text)
+    assert r.samples["seq"][0] == [1, 2, 4]
+    assert r.samples["send_time"][0] == pytest.approx([0.0, 0.015, 0.04], abs=1e-6)
+    assert r.metrics["interval_mean"][0] == pytest.approx(0.04 / 3, abs=1e-6)
+    assert r.info["first_send_epoch"] == pytest.approx(1700000000.05)
+    assert "send_time" not in ping.parse(read("ping.txt")).samples     # no -D, no send times

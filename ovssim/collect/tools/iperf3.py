@@ -8,6 +8,7 @@ packets), ``end.sender_tcp_congestion``, ``end.cpu_utilization_percent``,
 from __future__ import annotations
 
 import json
+import time
 
 from .base import Server, Target, ToolFailed, ToolResult, client
 
@@ -78,5 +79,8 @@ def run(target: Target, *, duration: float, proto: str = "tcp", streams: int = 1
     if size:
         argv += ["-l", str(int(size))]
     with Server(target.server, ["iperf3", "-s", "-1", "-p", str(port)], port=port):
+        started = time.time()
         res = client(target, argv, duration + omit)
-    return parse(res.stdout)
+    r = parse(res.stdout)
+    r.info["client_start_epoch"] = started   # when the load began: a probe run alongside is timed from it
+    return r
