@@ -4,6 +4,15 @@ The destination's kernel answers each echo request (no application
 involved); the source records the round-trip time of each reply and reports
 what ping's summary line does: min/avg/max/mdev and packet loss, plus
 percentiles.  Seed 002 sent 5000 probes at 0.2 s intervals (Table V).
+
+``tos`` (``ping -Q``) sets the socket's ``IP_TOS``, so its packets carry
+``skb->priority = rt_tos2priority(tos)`` (net/ipv4/route.c): 0x10 (low delay)
+gives TC_PRIO_INTERACTIVE, pfifo_fast's band 0.  That priority reaches the
+host's qdiscs only when the sender's skb itself does -- a container's veth or
+bare metal (``veth_xmit`` keeps ``skb->priority`` across namespaces); a VM's
+host-side packet is a new skb (tap / netback) with priority 0.  The userspace
+OVS datapath also re-sends with priority 0 (AF_PACKET), which the model does
+not distinguish from the kernel datapath (which keeps it).
 """
 from __future__ import annotations
 
@@ -13,6 +22,7 @@ from .. import units
 from ..errors import ConfigError
 from ..metrics import percentile
 from ..packet import FlowKey, Packet, icmp_frame_size
+from ..qdisc.classify import tos_to_priority
 from ..sched import call_at
 from .base import Metric, RunContext, Workload
 
@@ -81,6 +91,8 @@ class Ping(Workload):
         ctx.src.bind("icmp", ident, _Receiver(self))
         self.t_end = ctx.start_at + ctx.duration
         self.frame = icmp_frame_size(self.size_payload)
+        keeps = getattr(ctx.src.out, "kind", "container-veth") in ("container-veth", "bare-metal")
+        self.priority = tos_to_priority(self.tos) if keeps else 0
         self.sent = 0
         self.rtts: list[float] = []
         call_at(self.env, ctx.start_at + self.start_at, self._send)
@@ -90,7 +102,7 @@ class Ping(Workload):
         if now >= self.t_end or (self.count is not None and self.sent >= self.count):
             return
         pkt = Packet(self.flow, self.frame, now, payload=self.size_payload, seq=self.sent, tos=self.tos,
-                     kind="echo-request")
+                     priority=self.priority, kind="echo-request")
         self.sent += 1
         self.src.send(pkt)
         call_at(self.env, now + self.interval, self._send)
