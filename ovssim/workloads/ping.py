@@ -7,12 +7,11 @@ percentiles.  Seed 002 sent 5000 probes at 0.2 s intervals (Table V).
 
 ``tos`` (``ping -Q``) sets the socket's ``IP_TOS``, so its packets carry
 ``skb->priority = rt_tos2priority(tos)`` (net/ipv4/route.c): 0x10 (low delay)
-gives TC_PRIO_INTERACTIVE, pfifo_fast's band 0.  That priority reaches the
-host's qdiscs only when the sender's skb itself does -- a container's veth or
-bare metal (``veth_xmit`` keeps ``skb->priority`` across namespaces); a VM's
-host-side packet is a new skb (tap / netback) with priority 0.  The userspace
-OVS datapath also re-sends with priority 0 (AF_PACKET), which the model does
-not distinguish from the kernel datapath (which keeps it).
+gives TC_PRIO_INTERACTIVE, pfifo_fast's band 0.  That priority reaches only
+qdiscs on the sender's own devices (``bare-metal``): a container's veth zeroes
+it (``____dev_forward_skb`` sets ``skb->priority = 0``; measured here in
+``data/local/local-prio``: a marked ping waits behind the flow like an unmarked
+one) and a VM's host-side packet is a new skb (tap / netback) with priority 0.
 """
 from __future__ import annotations
 
@@ -91,7 +90,7 @@ class Ping(Workload):
         ctx.src.bind("icmp", ident, _Receiver(self))
         self.t_end = ctx.start_at + ctx.duration
         self.frame = icmp_frame_size(self.size_payload)
-        keeps = getattr(ctx.src.out, "kind", "container-veth") in ("container-veth", "bare-metal")
+        keeps = getattr(ctx.src.out, "kind", "bare-metal") == "bare-metal"
         self.priority = tos_to_priority(self.tos) if keeps else 0
         self.sent = 0
         self.rtts: list[float] = []
