@@ -8,14 +8,19 @@ single-bridge runs of the other campaign), the qdiscs from the campaign's parame
 held out.  Targets (issue 4): shaped throughput within 2 %, the ping-RTT distribution under load
 within KS 0.15; mean RTT under load within 10 % as for every RTT.
 
-The unshaped port is simulated over the first 100 probes only (1 s; at Gbit/s rates the
-simulation of 4 s costs minutes) and compared with the same probes of the measured runs.
+The simulated ping is sent when the real one was: iputils ``ping -i 0.01`` really sends every
+~15 ms here (its poll timeout is rounded up to timer ticks), and the collector records each
+probe's send time (``ping -D``) and the first probe's offset into the load.  The simulation uses
+the campaign's median spacing and offset and compares the probes of the first ``WINDOW`` seconds
+of probing: 4 s behind the shapers, 1 s on the unshaped port (at Gbit/s rates the simulation of
+4 s costs minutes).  A dataset without send times falls back to the nominal interval, and says so.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from . import plots
 from .base import ROOT, Settings, TestbedResult, load_scenario_dict, variant
@@ -24,25 +29,39 @@ from .local import qdisc_spec
 from .simulate import Config, Runner
 
 DATA = ROOT / "data" / "local" / "local-load"
+PRIO_DATA = ROOT / "data" / "local" / "local-prio"   # pfifo_fast leaf, a low-delay-marked ping beside the flow
 PROFILE = "local_netns.toml"
-PROBE_START = 0.5
-INTERVAL = 0.01
-PROBES = {"pfifo_fast": 100, "htb50": 400, "tbf50": 400}
-SHAPED = {"htb50", "tbf50"}
+PROBE_START = 0.5           # the campaign's alongside_start, when the dataset has no measured offset
+INTERVAL = 0.01             # the campaign's nominal ping -i, when the dataset has no send times
+WINDOW = {"pfifo_fast": 1.0, "htb50": 4.0, "tbf50": 4.0, "htb50_pfifo_fast": 4.0}
+TOS = {"htb50_pfifo_fast": 0x10}     # the probe's ping -Q in that campaign
+SHAPED = {"htb50", "tbf50", "htb50_pfifo_fast"}
 
 
-def _config(bridge: str, qdisc: str) -> Config:
-    n = PROBES[qdisc]
-    span = PROBE_START + n * INTERVAL + 0.05
+def probe_timing(df, bridge: str, qdisc: str) -> tuple[float, float, bool]:
+    """(spacing, offset, measured?) of the ping probes of one configuration: medians over its runs of
+    ``probe_interval_mean`` and ``probe_start_offset``; the nominal values if the dataset lacks them."""
+    sel = df[(df["bridge"] == bridge) & (df["qdisc"] == qdisc)]
+    spacing = sel[sel["metric"] == "probe_interval_mean"]["value"].to_numpy(float)
+    offset = sel[sel["metric"] == "probe_start_offset"]["value"].to_numpy(float)
+    if spacing.size and offset.size:
+        return float(np.median(spacing)), float(np.median(offset)), True
+    return INTERVAL, PROBE_START, False
+
+
+def _config(bridge: str, qdisc: str, spacing: float = INTERVAL, start: float = PROBE_START) -> Config:
+    n = int(WINDOW[qdisc] / spacing)
+    span = start + n * spacing + 0.05
     q = qdisc_spec(qdisc, bridge)
     edits = {"bridge.br": {"kind": bridge, "chain": 1, "link": "patch"}, "vm.ns2": {"qdisc": q}}
     wls = [{"name": "tcp", "from": "ns1", "to": "ns2", "start": "0s", "tool": "iperf", "proto": "tcp",
             "C": "cubic", "t": f"{span:.3f}s"},
-           {"name": "ping", "from": "ns1", "to": "ns2", "start": f"{PROBE_START}s", "tool": "ping",
-            "c": n, "i": f"{INTERVAL}s"}]
+           {"name": "ping", "from": "ns1", "to": "ns2", "start": f"{start:.4f}s", "tool": "ping",
+            "c": n, "i": f"{spacing * 1e3:.4f}ms", "tos": TOS.get(qdisc, 0)}]
     sc = variant(load_scenario_dict("local_netns.toml"), workloads=wls, **edits)
     sc["scenario"]["duration"] = f"{span:.3f}s"
-    return Config(f"{bridge}-1-{qdisc} tcp+ping", sc, {"bridge": bridge, "qdisc": qdisc})
+    return Config(f"{bridge}-1-{qdisc} tcp+ping", sc, {"bridge": bridge, "qdisc": qdisc, "probes": n,
+                                                        "spacing": spacing, "start": start})
 
 
 def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
@@ -55,13 +74,26 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
         tb.notes.append(f"No RTT-under-load dataset at `{data.relative_to(ROOT)}`: collect it with "
                         "`sudo ovssim collect data/campaigns/local-load.toml --out data/local/local-load`.")
         return [tb]
-    df = load_results(data)
+    frames = [(load_results(d), load_samples(d, "rtt")) for d in (data, PRIO_DATA) if (d / "runs.jsonl").is_file()]
+    if not (PRIO_DATA / "runs.jsonl").is_file():
+        tb.notes.append(f"No pfifo_fast-band dataset at `{PRIO_DATA.relative_to(ROOT)}`: collect it with "
+                        "`sudo ovssim collect data/campaigns/local-prio.toml --out data/local/local-prio`.")
+    df = pd.concat([f[0] for f in frames], ignore_index=True)
     df = df[df["status"] == "ok"]
-    rtts = load_samples(data, "rtt")
-    keys = sorted({(b, q) for b, q in zip(df["bridge"], df["qdisc"]) if q in PROBES})
+    rtts = pd.concat([f[1] for f in frames], ignore_index=True)
+    keys = sorted({(b, q) for b, q in zip(df["bridge"], df["qdisc"]) if q in WINDOW})
     if settings.fast:
         keys = [k for k in keys if k == ("linux", "htb50")]
-    cfgs = [_config(*k) for k in keys]
+    timing = {k: probe_timing(df, *k) for k in keys}
+    cfgs = [_config(*k, *timing[k][:2]) for k in keys]
+    if not all(t[2] for t in timing.values()):
+        tb.notes.append("This dataset has no probe send times: the simulated ping uses the nominal interval "
+                        f"({INTERVAL * 1e3:g} ms) and start ({PROBE_START} s), though iputils ping really "
+                        "sends more slowly; re-collect it for a like-for-like comparison.")
+    else:
+        tb.notes.append("Probe timing as measured (`ping -D` send times): " + "; ".join(
+            f"{b}-1-{q} every {t[0] * 1e3:.1f} ms from {t[1]:.2f} s" for (b, q), t in timing.items())
+            + " (the campaign asks for `ping -i 0.01`, 0.5 s into the load).")
     sims = runner.run(cfgs, str(settings.calibration_dir / PROFILE), reps=settings.reps, seed=2027,
                       sample_keys={"ping:rtt"})
     series = {}
@@ -76,7 +108,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
             tb.rows.append(Comparison(tb.name, f"{c.label}: tcp", "throughput", "Mbit/s", y, lo, hi, m, slo, shi,
                                       "held-out", "shaped_throughput" if q in SHAPED else "throughput",
                                       note=f"{thr.size} runs"))
-        s = rtts[(rtts["bridge"] == b) & (rtts["qdisc"] == q) & (rtts["index"] < PROBES[q])]
+        n = c.facts["probes"]
+        s = rtts[(rtts["bridge"] == b) & (rtts["qdisc"] == q) & (rtts["index"] < n)]
         meas = s["value"].to_numpy(float) * 1e3
         per_run = s.groupby("run_id")["value"].mean().to_numpy(float) * 1e3
         simr = np.asarray(sim.samples.get("ping:rtt", []), float) * 1e3
@@ -85,7 +118,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
         y, lo, hi = mean_ci(per_run)
         m, slo, shi = mean_ci(sim.values("ping", "rtt_mean"))     # the simulator reports ms
         tb.rows.append(Comparison(tb.name, f"{c.label}: ping under load", "rtt", "ms", y, lo, hi, m, slo, shi,
-                                  "held-out", "rtt", note=f"first {PROBES[q]} probes of {per_run.size} runs"))
+                                  "held-out", "rtt", note=f"first {n} probes of {per_run.size} runs"))
         d = ks_distance(meas, simr)
         tb.rows.append(Comparison(tb.name, f"{c.label}: ping under load", "ks_rtt", "KS", float("nan"),
                                   float("nan"), float("nan"), d, float("nan"), float("nan"), "held-out",
@@ -134,6 +167,15 @@ def _notes(tb: TestbedResult, series: dict) -> None:
             "releases them, so the socket, not the qdisc limit, bounds the queue and back-pressures the datapath "
             "thread (which also carries the ACKs). Modelling it needs that shared send-buffer accounting and the "
             "thread's blocking; the data to check it against is in `data/local/local-load`.")
+    if "linux-1-htb50_pfifo_fast" in means:
+        m, s_ = means["linux-1-htb50_pfifo_fast"]
+        tb.notes.append(
+            f"**pfifo_fast and a low-delay mark** (`data/local/local-prio`): pfifo_fast as the HTB class's leaf, the "
+            f"ping marked `ping -Q 0x10` (its socket's skb priority TC_PRIO_INTERACTIVE, pfifo_fast band 0). The "
+            f"mark does not reach the bridge port: the veth zeroes skb->priority (`____dev_forward_skb`), so the "
+            f"probe waits in band 1 behind the CUBIC flow like an unmarked one -- mean RTT {m:.1f} ms measured, "
+            f"{s_:.1f} ms simulated (the model applies the same rule; only a bare-metal sender's own qdisc sees "
+            f"the priority).")
     unshaped = [(k.split("-")[0], *means[k]) for k in ("linux-1-pfifo_fast", "ovs-1-pfifo_fast") if k in means]
     if unshaped:
         figs = ", ".join(f"{b} {m:.2f} ms measured vs {s_:.1f} ms simulated" for b, m, s_ in unshaped)

@@ -56,6 +56,9 @@ def qdisc_spec(name: str, bridge: str):
     if name == "htb50":           # OVS QoS table (max-rate on QoS and queue 0); tc htb 1:1 rate=ceil on Linux
         return {"type": "linux-htb", "other-config": {"max-rate": "50000000"},
                 "queues": {"0": {"max-rate": "50000000"}}}
+    if name == "htb50_pfifo_fast":   # tc htb 1:1 rate=ceil 50mbit, its leaf pfifo_fast (data/campaigns/local-prio.toml)
+        return {"kind": "htb", "default": "1", "classes": [
+            {"classid": "1:1", "parent": "1:", "rate": "50mbit", "ceil": "50mbit", "qdisc": {"kind": "pfifo_fast"}}]}
     if name == "tbf50":           # tc tbf rate 50mbit burst max(10 frames, 4 ms of rate) latency 50ms
         return {"kind": "tbf", "rate": "50mbit", "burst": 25000, "latency": "50ms"}
     raise KeyError(name)
