@@ -30,6 +30,9 @@ SCHEMA: dict[str, str] = {
     "ovs.latency": "dist",
     "ovs.lookup_per_mask": "time", "ovs.masks": "int", "ovs.handlers": "int",
     "ovs.upcall_queue": "int", "ovs.max_idle": "time", "ovs.flow_limit": "int",
+    # AF_PACKET socket buffers of the userspace netdev datapath, bytes of skb truesize (0: not modelled);
+    # net.core.wmem_default / rmem_default = 212992 (see ovssim/path/afpacket.py)
+    "ovs.tx_sndbuf": "size", "ovs.rx_rcvbuf": "size",
     "linux_bridge.forward": "dist",
     "patch.translate": "time", "veth.cpu_per_packet": "time", "veth.cpu_per_byte": "time",
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",

@@ -87,7 +87,9 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
     counters = topo.counters()
     for key, c in counters.items():
         if key.startswith("bridge:") and "hit" in c:
-            for k in ("hit", "missed", "lost", "flows"):
+            # tx_dropped, rx_dropped[.port]: only with AF_PACKET socket buffers (ovs.tx_sndbuf, ovs.rx_rcvbuf)
+            sockets = [k for k in c if k.startswith(("tx_dropped", "rx_dropped"))]
+            for k in ["hit", "missed", "lost", "flows", *sockets]:
                 rows.append({"rep": rep, "workload": "system", "metric": f"{key[7:]}.{k}", "unit": "count",
                              "value": float(c[k])})
     return rows, samples, counters

@@ -89,7 +89,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  max_idle=profile.time("ovs.max_idle"),
                                  flow_limit=profile.int("ovs.flow_limit"),
                                  rules=[QueueRule(f.get("match", {}), f["set_queue"]) for f in b["flows"]],
-                                 latency=profile.sampler("ovs.latency", rng(f"{name}.latency")))
+                                 latency=profile.sampler("ovs.latency", rng(f"{name}.latency")),
+                                 sndbuf=int(profile.size("ovs.tx_sndbuf")),
+                                 rcvbuf=int(profile.size("ovs.rx_rcvbuf")))
             else:
                 br = LinuxBridge(env, name, cpu, forward=profile.sampler("linux_bridge.forward",
                                                                          rng(f"{name}.forward")))

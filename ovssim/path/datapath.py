@@ -32,7 +32,22 @@ flow leaves with ``queue_id = N``, which the port's linux-htb / linux-hfsc QoS
 maps to tc class ``1:(N+1)`` (lib/netdev-linux.c); unmatched packets use the
 QoS's default queue 0.
 
-Counters: ``hit``, ``missed``, ``lost``, ``flows`` -- ``ovs-dpctl show``'s.
+AF_PACKET socket buffers (``sndbuf``, ``rcvbuf``; profile ``ovs.tx_sndbuf``,
+``ovs.rx_rcvbuf``; 0 = not modelled, the kernel datapath's default): the
+userspace ``netdev`` datapath sends every packet through one shared AF_PACKET
+socket, whose skbs stay charged until each egress qdisc hands them to its
+device; when the send buffer is full the send fails (EAGAIN) and the packet is
+dropped, counted as ``tx_dropped``.  Each port's AF_PACKET receive socket holds
+frames until the datapath thread reads them (the start of its CPU work here);
+a full one drops arriving frames, counted per port as ``rx_dropped``.  See
+:mod:`ovssim.path.afpacket`.  Receive accounting needs each port's frames to
+reach :meth:`OvsDatapath.process` in time order, as a VIF, a veth or a NIC
+delivers them.  Each :class:`OvsDatapath` has its own send socket; in OVS all
+bridges of one ovs-vswitchd share it (a chain of bridges joined by veth pairs
+would share one buffer there).
+
+Counters: ``hit``, ``missed``, ``lost``, ``flows`` -- ``ovs-dpctl show``'s --
+and, with socket buffers, ``tx_dropped`` and ``rx_dropped`` (total and per port).
 """
 from __future__ import annotations
 
@@ -40,6 +55,7 @@ from collections import OrderedDict
 
 from ..distributions import Sampler, SumSampler
 from ..packet import VLAN_TAG
+from .afpacket import AfPacketSockets, truesize
 from .bridge import Bridge
 from .cpu import CpuPool, flow_key
 
@@ -76,7 +92,8 @@ class OvsDatapath(Bridge):
 
     Samplers (``stats``, ``lookup``, ``actions``, ``upcall``) return seconds;
     ``cpu`` is the host's :class:`CpuPool`.  ``handlers`` is the number of
-    handler threads (OVS: cores - revalidators, at least 1).
+    handler threads (OVS: cores - revalidators, at least 1).  ``sndbuf`` /
+    ``rcvbuf``: AF_PACKET socket buffer sizes in bytes (0: not modelled).
     """
 
     stage = "ovs"
@@ -85,7 +102,7 @@ class OvsDatapath(Bridge):
                  actions: Sampler, upcall: Sampler, lookup_per_mask: float = 0.0, masks: int = 1,
                  handlers: int = 1, upcall_queue: int = UPCALL_QUEUE, max_idle: float = MAX_IDLE,
                  flow_limit: int = FLOW_LIMIT, rules: list | None = None, latency: Sampler | None = None,
-                 lookahead: bool = True):
+                 lookahead: bool = True, sndbuf: int = 0, rcvbuf: int = 0):
         super().__init__(env, name, lookahead=lookahead)
         if handlers < 1 or upcall_queue < 1 or flow_limit < 1 or masks < 1:
             raise ValueError(f"{name}: handlers, upcall_queue, flow_limit and masks must be >= 1")
@@ -94,8 +111,8 @@ class OvsDatapath(Bridge):
         # loses CPython's fast attribute access, and this object is on every packet's path
         self._slow_s = (stats, lookup, actions, upcall)
         self._hit_it = SumSampler(stats, lookup, actions).it    # stats + lookup + actions per hit
-        self.lookup_per_mask = lookup_per_mask
-        self.masks = masks
+        # (lookup_per_mask, masks, their product: the per-packet mask cost), one attribute
+        self._masks = (lookup_per_mask, masks, lookup_per_mask * masks)
         self.max_idle = max_idle
         self.flow_limit = flow_limit
         self.handlers = CpuPool(env, handlers, f"{name}.handlers", backlog_limit=upcall_queue)
@@ -114,6 +131,19 @@ class OvsDatapath(Bridge):
         self.cpu_drops = 0
         self.evicted = 0
         self.expired = 0
+        # the netdev datapath's AF_PACKET sockets, or None (kernel datapath: not modelled)
+        self.afp = AfPacketSockets(sndbuf, rcvbuf, name) if sndbuf or rcvbuf else None
+
+    lookup_per_mask = property(lambda self: self._masks[0],
+                               lambda self, v: setattr(self, "_masks", (v, self._masks[1], v * self._masks[1])))
+    masks = property(lambda self: self._masks[1],
+                     lambda self, v: setattr(self, "_masks", (self._masks[0], v, self._masks[0] * v)))
+
+    def add_port(self, name: str, egress=None, *, vlan: int | None = None, trunks=None):
+        port = super().add_port(name, egress, vlan=vlan, trunks=trunks)
+        if self.afp is not None:
+            self.afp.add_port(name, egress)
+        return port
 
     stats_s = property(lambda self: self._slow_s[0])
     lookup_s = property(lambda self: self._slow_s[1])
@@ -122,7 +152,10 @@ class OvsDatapath(Bridge):
 
     # -- the fast path -------------------------------------------------------------
     def process(self, port, pkt, vlan, t: float) -> None:
-        mask_cost = self.lookup_per_mask * self.masks
+        afp = self.afp
+        if afp is not None and not self._rx_read(afp, port, pkt, t):
+            return
+        mask_cost = self._masks[2]
         flow = pkt.flow
         m = self._memo
         if m is not None and m[1] is flow and m[0] is port and m[2] == vlan:
@@ -148,6 +181,8 @@ class OvsDatapath(Bridge):
             done = self.cpu.serve(t, next(self._hit_it) + mask_cost, entry[3])
             if done is None:
                 self.cpu_drops += 1
+                if afp is not None:
+                    self._rx_unread(afp, port, pkt, t)
                 return
             if self.latency_s is not None:
                 done = self._after_latency(done)
@@ -185,6 +220,8 @@ class OvsDatapath(Bridge):
         t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost, fkey)
         if t_miss is None:
             self.cpu_drops += 1
+            if afp is not None:
+                self._rx_unread(afp, port, pkt, t)
             return
         done = self.handlers.serve(t_miss, self.upcall_s.next())
         if done is None:
@@ -201,6 +238,41 @@ class OvsDatapath(Bridge):
             self.cache[key] = entry = [done, done, queue, fkey]
             self._mru = entry
         self.deliver(port, pkt, vlan, self._after_latency(done + self.actions_s.next()))
+
+    # -- AF_PACKET receive sockets ----------------------------------------------------
+    def _rx_read(self, afp, port, pkt, t: float) -> bool:
+        """Queue the frame on ``port``'s receive socket at ``t`` (False: full, dropped).
+
+        It stays charged until the datapath thread reads it, when its CPU work starts:
+        the core :meth:`CpuPool.serve` will pick for this flow is free at ``max(t, free)``
+        (the same key as the cache entry's, ``flow_key(flow)``), known now -- a timed
+        release, no event."""
+        rx = afp.rx[port.no]
+        if rx is None:
+            return True
+        ts = truesize(pkt.size)
+        if not rx.charge(t, ts):
+            return False
+        cpu = self.cpu
+        free = cpu.free[flow_key(pkt.flow) % cpu.cores]
+        if free > t:
+            rx.release_at(free, ts)
+        else:
+            rx.release(ts)
+        return True
+
+    def _rx_unread(self, afp, port, pkt, t: float) -> None:
+        """The CPU refused the frame at ``t``: its charge ends at ``t``, not at the read
+        :meth:`_rx_read` booked (cancelled by an opposite entry at the same time)."""
+        rx = afp.rx[port.no]
+        if rx is None:
+            return
+        ts = truesize(pkt.size)
+        cpu = self.cpu
+        free = cpu.free[flow_key(pkt.flow) % cpu.cores]   # unchanged by the refused call
+        if free > t:
+            rx.release(ts)
+            rx.release_at(free, -ts)
 
     def _after_latency(self, t: float) -> float:
         """Add the datapath's per-packet latency that is not CPU work, keeping packets in order.
@@ -227,6 +299,13 @@ class OvsDatapath(Bridge):
         c = super().counters()
         c.update(hit=self.hit, missed=self.missed, lost=self.lost, flows=self.flows(),
                  cpu_drops=self.cpu_drops, evicted=self.evicted)
+        afp = self.afp
+        if afp is not None:
+            c["tx_dropped"] = afp.tx.drops if afp.tx is not None else 0
+            c["rx_dropped"] = sum(rx.drops for rx in afp.rx if rx is not None)
+            for p, rx in zip(self.ports, afp.rx):
+                if rx is not None:
+                    c[f"rx_dropped.{p.name}"] = rx.drops
         return c
 
     def dpctl_show(self) -> str:

@@ -16,6 +16,13 @@ attached wire is added on the way out.
 
 Events: one timed callback per packet transmitted (the link is a contention
 point), plus one per packet that arrives ahead of ``env.now`` (lookahead).
+
+Socket accounting (:meth:`EgressPort.attach_sock`, OVS's netdev datapath): the
+sender's :class:`~ovssim.path.afpacket.SockBuf` is charged the packet's skb
+truesize when it reaches the port (refused: the packet never enters the qdisc)
+and released when it leaves the qdisc -- dequeued for the device or dropped --
+in every mode: at the dequeue in the event-driven and lookahead paths, at the
+dequeue time the analytic FIFO computes on arrival (a timed release, no event).
 """
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ from ..qdisc import make_qdisc
 from ..qdisc.base import Device
 from ..qdisc.pfifo import PFifo
 from ..sched import Call, call_at
+from .afpacket import truesize
 
 _INF = float("inf")
 
@@ -90,6 +98,12 @@ class EgressPort:
         self.busy_time = 0.0
         self.arrived = 0
         self.dropped = 0
+        self.sock = None                     # the sending socket's SockBuf, if accounted
+
+    def attach_sock(self, sock) -> None:
+        """Charge ``sock`` for every packet from its arrival until it leaves the qdisc."""
+        self.sock = sock
+        self.qdisc.on_drop = self._sock_dropped
 
     # -- input -------------------------------------------------------------------
     def put(self, pkt) -> None:
@@ -117,6 +131,11 @@ class EgressPort:
 
     def _arrive_fifo(self, pkt) -> None:
         now = self.env._now
+        sock = self.sock
+        if sock is not None:
+            ts = truesize(pkt.size)
+            if not sock.charge(now, ts):
+                return
         self.arrived += 1
         q = self.qdisc
         st = q.stats
@@ -140,10 +159,17 @@ class EgressPort:
             if done is None:
                 st.packets += 1
                 st.bytes += size
+                if sock is not None:      # it left the qdisc at ``start``
+                    sock.release_at(start, ts)
                 self._dropped(pkt, now, "backend")
                 return
         else:
             done = start
+        if sock is not None:              # the skb leaves the qdisc at ``start``
+            if start > now:
+                sock.release_at(start, ts)
+            else:
+                sock.release(ts)
         if start > now:
             st.qlen += 1
             st.backlog += size
@@ -162,6 +188,9 @@ class EgressPort:
 
     def _arrive(self, pkt) -> None:
         now = self.env._now
+        sock = self.sock
+        if sock is not None and not sock.charge(now, truesize(pkt.size)):
+            return
         self.arrived += 1
         if pkt.stamps is not None:
             pkt.stamps[self.name + ".enq"] = now
@@ -172,6 +201,9 @@ class EgressPort:
     def _arrive_la(self, pkt) -> None:
         """``_arrive`` with lookahead (the port's own path for a non-FIFO qdisc)."""
         now = self.env._now
+        sock = self.sock
+        if sock is not None and not sock.charge(now, truesize(pkt.size)):
+            return
         self.arrived += 1
         stamps = pkt.stamps
         if stamps is not None:
@@ -197,11 +229,17 @@ class EgressPort:
         if self.on_drop is not None:
             self.on_drop(pkt, now, reason)
 
+    def _sock_dropped(self, pkt, now, reason) -> None:
+        """The qdisc's drop with a socket attached: the freed skb's charge is released."""
+        self.sock.release(truesize(pkt.size))
+        self._dropped(pkt, now, reason)
+
     # -- transmit ------------------------------------------------------------------
     def _kick(self, _=None) -> None:
         """Without lookahead: dequeue and transmit while the device is free (``qdisc_run``)."""
         env = self.env
         q = self.qdisc
+        sock = self.sock
         while True:
             now = env._now
             pkt = q.dequeue(now)
@@ -214,6 +252,8 @@ class EgressPort:
                         self._watchdog_at = w if w > now else now
                         self._watchdog = call_at(env, self._watchdog_at, self._on_watchdog)
                 return
+            if sock is not None:
+                sock.release(truesize(pkt.size))
             if pkt.stamps is not None:
                 pkt.stamps[self.name + ".deq"] = now
             if self._sec_per_byte:
@@ -238,9 +278,12 @@ class EgressPort:
         transmission's end costs an event only when packets wait for it."""
         q = self.qdisc
         self._idle_dequeue_at = None      # this dequeue is the one it stood for
+        sock = self.sock
         pkt = q.dequeue(now)
         while pkt is not None:
             size = pkt.size
+            if sock is not None:
+                sock.release(truesize(size))
             stamps = pkt.stamps
             if stamps is not None:
                 stamps[self.name + ".deq"] = now
