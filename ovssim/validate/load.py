@@ -156,17 +156,19 @@ def _notes(tb: TestbedResult, series: dict) -> None:
         "pfifo holds up to txqueuelen = 1000 packets, 242 ms at 50 Mbit/s -- the measured Linux-bridge maximum is "
         f"{mx('linux-1-htb50')}; TBF's limit follows from `latency 50ms` -- measured maximum "
         f"{mx('linux-1-tbf50')}), so the ping RTT is the queue CUBIC keeps there.")
-    ovs = [means[k][0] for k in ("ovs-1-htb50", "ovs-1-tbf50") if k in means]
+    ovs = {k: means[k] for k in ("ovs-1-htb50", "ovs-1-tbf50") if k in means}
     if ovs:
+        figs = ", ".join(f"{k.split('-')[2]} {m:.1f} ms measured vs {s_:.1f} ms simulated" for k, (m, s_) in ovs.items())
+        mxs = [maxima[k] for k in ovs]
         tb.notes.append(
-            f"**OVS (userspace netdev datapath): the queue behind the shaper stays at {min(ovs):.1f}-{max(ovs):.1f} "
-            "ms (mean ping RTT), HTB or TBF alike, with no drop counted by tc, OVS or the AF_PACKET sockets.** Not "
-            "modelled. A likely cause: ovs-vswitchd sends every packet through one AF_PACKET socket "
-            "(`netdev_linux_send`, OVS lib/netdev-linux.c) whose skbs stay charged to its send buffer "
-            "(net.core.wmem_default = 212992 bytes, ~90 full-size skbs = ~22 ms at 50 Mbit/s) until the qdisc "
-            "releases them, so the socket, not the qdisc limit, bounds the queue and back-pressures the datapath "
-            "thread (which also carries the ACKs). Modelling it needs that shared send-buffer accounting and the "
-            "thread's blocking; the data to check it against is in `data/local/local-load`.")
+            f"**OVS (userspace netdev datapath): the queue behind the shaper stays near 18 ms** (mean ping RTT: "
+            f"{figs}; measured maximum {min(mxs):.1f}-{max(mxs):.1f} ms), with no drop counted by tc and the qdisc's "
+            "1000-packet limit never reached. Modelled: ovs-vswitchd sends every packet through one AF_PACKET "
+            "socket (`netdev_linux_send`, OVS lib/netdev-linux.c) whose skbs stay charged to its send buffer until "
+            "the qdisc hands them to the device; at net.core.wmem_default = 212992 bytes and a truesize of 2304 "
+            "bytes per full-size frame that is 93 frames, 22.5 ms at 50 Mbit/s, and a send refused beyond it is "
+            "a drop CUBIC reacts to (`ovs.tx_sndbuf`, `ovs.rx_rcvbuf` in `validation/scenarios/local_netns.toml`; "
+            "ovssim/path/afpacket.py).")
     if "linux-1-htb50_pfifo_fast" in means:
         m, s_ = means["linux-1-htb50_pfifo_fast"]
         tb.notes.append(
@@ -181,6 +183,8 @@ def _notes(tb: TestbedResult, series: dict) -> None:
         figs = ", ".join(f"{b} {m:.2f} ms measured vs {s_:.1f} ms simulated" for b, m, s_ in unshaped)
         tb.notes.append(
             f"**Unshaped ports** (pfifo_fast rows; mean ping RTT: {figs}): the kernel keeps the queue under a "
-            "CPU-bound TCP flow near zero, the model builds one in its CPU backlog: the model's sender does not "
-            "feel the back-pressure of run-to-completion softirq processing and TCP Small Queues, so its unshaped "
-            "RTT-under-load rows are not predictions to use.")
+            "CPU-bound TCP flow near zero -- on the Linux bridge the sender's own softirq carries each segment "
+            "through veth, bridge and veth before it sends the next (run to completion) -- while the model's "
+            "sender does not wait for that work and builds a queue in the CPU backlog; through OVS the AF_PACKET "
+            "buffers bound it (the testbed drops at vif1's receive socket, the model at the send socket). Its "
+            "unshaped RTT-under-load rows are not predictions to use.")
