@@ -27,6 +27,13 @@ queue).  Curves in a class table: ``rt = "10mbit"`` (linear), ``rt = { m1 =
 the runtime-curve arithmetic (the same operations in the same order as the
 ``RtSc`` methods, so the same floats): they run for every packet.
 ``tests/qdisc/test_hfsc_exact.py`` holds them to recorded per-packet traces.
+Each class keeps its path to the root as a tuple (``up``; ``linup`` when all
+its ls and ul curves are linear, as OVS installs them).  Two special cases
+compute what the general walk would: a packet that finds the whole qdisc idle
+activates every class on its path alone (no class is active, since a class is
+active only under an active parent: each ``nactive`` is 0 and each parent's
+``act`` empty), and a class going passive makes its ancestors passive while
+each has no other active child (each is active and has an ls curve).
 
 A leaf's child qdisc that drops inside its dequeue or peek (CoDel,
 FQ-CoDel) and is left empty notifies the class (``qdisc_tree_reduce_backlog``
@@ -115,7 +122,7 @@ class HfscClass:
     __slots__ = ("classid", "parent", "children", "level", "rsc", "fsc", "usc", "deadline",
                  "eligible", "virtual", "ulimit", "cumul", "total", "e", "d", "vt", "vtadj",
                  "vtperiod", "parentperiod", "nactive", "cvtmin", "cvtoff", "f", "myf", "cfmin",
-                 "leaf", "act", "spec_qdisc", "bytes", "packets", "rlin", "flin", "ulin")
+                 "leaf", "act", "spec_qdisc", "bytes", "packets", "rlin", "flin", "ulin", "up", "linup")
 
     def __init__(self, classid: int, rsc=None, fsc=None, usc=None, spec_qdisc=None):
         self.classid = classid
@@ -144,6 +151,8 @@ class HfscClass:
         self.spec_qdisc = spec_qdisc
         self.bytes = 0
         self.packets = 0
+        self.up: tuple = ()     # (class, parent, virtual, ulimit, flin, ul kind) from here to the top
+        self.linup: tuple | None = None     # (class, parent, virtual, ulimit) if all linear (see Hfsc)
 
 
 def _curve(kind: str, cid, name: str, v):
@@ -217,6 +226,19 @@ class Hfsc(Qdisc):
             self._add_class(c)
         self._link()
         self.leaves = [c for c in self.classes.values() if not c.children]
+        for c in self.classes.values():
+            # per-class constants of the link-sharing walk, read in one unpacking per level;
+            # ul kind: 0 none, 1 linear, 2 two-piece
+            up, k = [], c
+            while k.parent is not None:
+                up.append((k, k.parent, k.virtual, k.ulimit, k.flin,
+                           0 if k.usc is None else 1 if k.ulin else 2))
+                k = k.parent
+            c.up = tuple(up)
+            # every class on the path has a linear ls curve and no or a linear ul curve
+            # (what OVS's linux-hfsc installs): the per-packet paths take loops without the tests
+            if all(flin and ulk != 2 for _, _, _, _, flin, ulk in up):
+                c.linup = tuple(e[:4] for e in up)
         for c in self.leaves:
             c.leaf = classful.Leaf(self, classful.make_child(c.spec_qdisc, self.dev),
                                    notify=lambda c=c: self._qlen_notify(c))
@@ -224,6 +246,8 @@ class Hfsc(Qdisc):
         self._leafmap = {c.classid: c for c in self.leaves}       # classify() without the walk
         cl = self.classes.get(self.handle | self.defcls)
         self._defleaf = cl if cl is not None and not cl.children else None
+        if self._defleaf is not None:       # skb->priority 0 is no class (a minor is never 0):
+            self._leafmap[0] = self._defleaf        # the default, found by the one lookup
         self._wake: float | None = None
         self.unclassified = 0
 
@@ -387,8 +411,8 @@ class Hfsc(Qdisc):
                 return False
         leaf = cl.leaf
         fifo = leaf._fifo
+        size = pkt.size
         if fifo is not None:                        # Leaf.enqueue into its pfifo, inlined
-            first = not fifo
             lq = leaf.q
             cs = lq.stats
             cs.arrivals += 1
@@ -396,8 +420,15 @@ class Hfsc(Qdisc):
                 lq.drop(pkt, now, "limit")
                 st.drops += 1
                 return False
+            if fifo:                                # not the first packet: the class is active
+                fifo.append(pkt)
+                cs.qlen += 1
+                cs.backlog += size
+                pkt.enqueued_at = now
+                st.qlen += 1
+                st.backlog += size
+                return True
             fifo.append(pkt)
-            size = pkt.size
             cs.qlen += 1
             cs.backlog += size
             pkt.enqueued_at = now
@@ -407,100 +438,135 @@ class Hfsc(Qdisc):
             first = leaf.qlen == 0
             if not leaf.enqueue(pkt, now):
                 return False
-        if not first:
-            return True
+            if not first:
+                return True
         if cl.rlin:                                 # init_ed, linear curve (the eligible curve is this one)
             cumul = cl.cumul
             dl = cl.deadline
             rx = dl.x
-            if (dl.y + (now - rx) * dl.sm2 if now > rx else dl.y) >= cumul:
+            ry = dl.y
+            if (ry + (now - rx) * dl.sm2 if now > rx else ry) >= cumul:
                 dl.x = rx = now                     # min_with: restart at (now, cumul)
                 dl.y = ry = cumul
                 cl.e = now
             else:
-                ry = dl.y
                 cl.e = rx if cumul <= ry else rx + (cumul - ry) / dl.sm2
-            y = cumul + pkt.size
+            y = cumul + size
             cl.d = rx if y <= ry else rx + (y - ry) / dl.sm2
             self.eltree[cl] = None
         elif cl.rsc is not None:
-            self._init_ed(cl, pkt.size, now)
-        if cl.fsc is None:
-            return True
-        # init_vf: the class (and ancestors that were idle) join link-sharing
-        go_active = True
-        parent = cl.parent
-        while parent is not None:
-            if go_active:
-                n = cl.nactive
-                cl.nactive = n + 1
-                go_active = not n
-            if go_active:
-                act = parent.act
-                alone = not act
-                if not alone:
-                    vt = -_INF
-                    for c in act:                   # rb_last(vt_tree): the largest vt
-                        if c.vt > vt:
-                            vt = c.vt
-                    cvtmin = parent.cvtmin
-                    if cvtmin != 0:
-                        vt = (cvtmin + vt) / 2
-                    if parent.vtperiod != cl.parentperiod or vt > cl.vt:
-                        cl.vt = vt
-                    vt = cl.vt
-                else:
-                    cl.vt = vt = parent.cvtoff
-                    parent.cvtmin = 0.0
+            self._init_ed(cl, size, now)
+        lin = cl.linup
+        if lin is not None and not self.root.act:
+            # init_vf when the qdisc was idle (no class active: a class is active only under an
+            # active parent) and the curves are linear: every class on the path joins
+            # link-sharing alone (nactive 0, no active sibling, the parent's nactive 0)
+            for cl, parent, rt, ul in lin:
+                cl.nactive = 1
+                cl.vt = vt = parent.cvtoff
+                parent.cvtmin = 0.0
                 total = cl.total
-                rt = cl.virtual                     # rt.min_with(cl.fsc, vt, total)
-                if cl.flin:
-                    rx = rt.x
-                    if (rt.y + (vt - rx) * rt.sm2 if vt > rx else rt.y) >= total:
-                        rt.x = vt
-                        rt.y = total
-                else:
-                    rt.min_with(cl.fsc, vt, total)
+                rx = rt.x                           # rt.min_with(cl.fsc, vt, total)
+                ry = rt.y
+                if (ry + (vt - rx) * rt.sm2 if vt > rx else ry) >= total:
+                    rt.x = vt
+                    rt.y = total
                 cl.vtadj = 0.0
                 cl.vtperiod += 1
-                cl.parentperiod = parent.vtperiod + (not parent.nactive)
-                act[cl] = None
-                if cl.ulin:                         # ul.min_with(usc, now, total); myf = ul.y2x(total)
-                    ul = cl.ulimit
+                cl.parentperiod = parent.vtperiod + 1
+                parent.act[cl] = None
+                if ul is not None:                  # ul.min_with(usc, now, total); myf = ul.y2x(total)
                     rx = ul.x
-                    if (ul.y + (now - rx) * ul.sm2 if now > rx else ul.y) >= total:
-                        ul.x = now                  # restarted at (now, total): fit now
+                    ry = ul.y
+                    if (ry + (now - rx) * ul.sm2 if now > rx else ry) >= total:
+                        ul.x = now
                         ul.y = total
                         cl.myf = myf = now
                     else:
-                        ry = ul.y
                         cl.myf = myf = rx if total <= ry else rx + (total - ry) / ul.sm2
-                elif cl.usc is not None:
-                    ul = cl.ulimit
-                    ul.min_with(cl.usc, now, total)
-                    cl.myf = myf = ul.y2x(total)
                 else:
                     myf = cl.myf
                 cfmin = cl.cfmin
                 cl.f = f = myf if myf > cfmin else cfmin
-                if alone:                           # update_cfmin(parent): cl is its only active child
-                    parent.cfmin = f
-                else:
-                    m = _INF
-                    for c in act:
-                        if c.f < m:
-                            m = c.f
-                    parent.cfmin = 0.0 if m == _INF else m
+                parent.cfmin = f                    # update_cfmin(parent): its only active child
+            return True
+        if cl.fsc is None:
+            return True
+        # init_vf: the class, and ancestors that were idle, join link-sharing (one level per
+        # entry of cl.up); from the first class that was already active on, only fit times
+        # change (the loop below the for)
+        for cl, parent, rt, ul, flin, ulk in cl.up:
+            n = cl.nactive
+            cl.nactive = n + 1
+            if n:
+                break
+            act = parent.act
+            if act:
+                vt = -_INF
+                for c in act:                       # rb_last(vt_tree): the largest vt
+                    if c.vt > vt:
+                        vt = c.vt
+                cvtmin = parent.cvtmin
+                if cvtmin != 0:
+                    vt = (cvtmin + vt) / 2
+                if parent.vtperiod != cl.parentperiod or vt > cl.vt:
+                    cl.vt = vt
+                vt = cl.vt
+                alone = False
             else:
-                myf, cfmin = cl.myf, cl.cfmin
-                f = myf if myf > cfmin else cfmin
-                if f == cl.f:
-                    break                           # nothing changes further up
-                cl.f = f
-                _update_cfmin(parent)
+                cl.vt = vt = parent.cvtoff
+                parent.cvtmin = 0.0
+                alone = True
+            total = cl.total
+            if flin:                                # rt.min_with(cl.fsc, vt, total)
+                rx = rt.x
+                ry = rt.y
+                if (ry + (vt - rx) * rt.sm2 if vt > rx else ry) >= total:
+                    rt.x = vt
+                    rt.y = total
+            else:
+                rt.min_with(cl.fsc, vt, total)
+            cl.vtadj = 0.0
+            cl.vtperiod += 1
+            cl.parentperiod = parent.vtperiod + (not parent.nactive)
+            act[cl] = None
+            if ulk == 1:                            # ul.min_with(usc, now, total); myf = ul.y2x(total)
+                rx = ul.x
+                ry = ul.y
+                if (ry + (now - rx) * ul.sm2 if now > rx else ry) >= total:
+                    ul.x = now                      # restarted at (now, total): fit now
+                    ul.y = total
+                    cl.myf = myf = now
+                else:
+                    cl.myf = myf = rx if total <= ry else rx + (total - ry) / ul.sm2
+            elif ulk:
+                ul.min_with(cl.usc, now, total)
+                cl.myf = myf = ul.y2x(total)
+            else:
+                myf = cl.myf
+            cfmin = cl.cfmin
+            cl.f = f = myf if myf > cfmin else cfmin
+            if alone:                               # update_cfmin(parent): cl is its only active child
+                parent.cfmin = f
+            else:
+                m = _INF
+                for c in act:
+                    if c.f < m:
+                        m = c.f
+                parent.cfmin = 0.0 if m == _INF else m
+        else:
+            return True
+        while True:                                 # cl was active already: its fit time, upwards
+            myf, cfmin = cl.myf, cl.cfmin
+            f = myf if myf > cfmin else cfmin
+            if f == cl.f:
+                return True                         # nothing changes further up
+            cl.f = f
+            _update_cfmin(parent)
             cl = parent
             parent = cl.parent
-        return True
+            if parent is None:
+                return True
 
     # -- real-time ----------------------------------------------------------------------------
     def _init_ed(self, cl: HfscClass, next_len: int, now: float) -> None:
@@ -592,43 +658,109 @@ class Hfsc(Qdisc):
         cl.packets += 1
         # update_vf: charge the bytes up the tree; classes left idle leave link-sharing
         # (a class the child's qlen_notify already made passive is not made passive twice)
-        go_passive = not qlen and cl.fsc is not None and cl.nactive
         k = cl
-        parent = k.parent
-        while parent is not None:
-            total = k.total + size
-            k.total = total
-            n = k.nactive
-            if not n or k.fsc is None:
-                k = parent
-                parent = k.parent
-                continue
-            if go_passive:
-                n -= 1
-                k.nactive = n
-                go_passive = not n
-            rt = k.virtual                          # vt = rt.y2x(total) + k.vtadj
-            if k.flin:
-                ry = rt.y
-                vt = rt.x if total <= ry else rt.x + (total - ry) / rt.sm2
-            else:
-                vt = rt.y2x(total)
-            vt += k.vtadj
-            cvtmin = parent.cvtmin
-            if vt < cvtmin:
-                k.vtadj += cvtmin - vt
-                vt = cvtmin
-            k.vt = vt
-            if go_passive:
-                if vt > parent.cvtoff:
-                    parent.cvtoff = vt
-                act = parent.act
-                del act[k]
-                if act:
-                    _update_cfmin(parent)
+        if not qlen and cl.nactive and cl.fsc is not None:
+            # going passive, one level per entry of cl.up, while the class left has no
+            # active child: every class reached here is active (nactive >= 1: it counts
+            # the child that was) and has an ls curve (an inner class, or cl)
+            lin = cl.linup
+            if lin is not None:                     # the loop below, for linear curves
+                for k, parent, rt, ul in lin:
+                    k.total = total = k.total + size
+                    n = k.nactive - 1
+                    k.nactive = n
+                    ry = rt.y                       # vt = rt.y2x(total) + k.vtadj
+                    vt = (rt.x if total <= ry else rt.x + (total - ry) / rt.sm2) + k.vtadj
+                    cvtmin = parent.cvtmin
+                    if vt < cvtmin:
+                        k.vtadj += cvtmin - vt
+                        vt = cvtmin
+                    k.vt = vt
+                    if n:
+                        if ul is not None:
+                            ry = ul.y
+                            k.myf = myf = ul.x if total <= ry else ul.x + (total - ry) / ul.sm2
+                        else:
+                            myf = k.myf
+                        cfmin = k.cfmin
+                        f = myf if myf > cfmin else cfmin
+                        if f != k.f:
+                            k.f = f
+                            _update_cfmin(parent)
+                        k = parent
+                        break
+                    if vt > parent.cvtoff:
+                        parent.cvtoff = vt
+                    act = parent.act
+                    del act[k]
+                    if act:
+                        _update_cfmin(parent)
+                    else:
+                        parent.cfmin = 0.0
                 else:
-                    parent.cfmin = 0.0
+                    k = None
             else:
+                for k, parent, rt, ul, flin, ulk in cl.up:
+                    total = k.total + size
+                    k.total = total
+                    n = k.nactive - 1
+                    k.nactive = n
+                    if flin:                        # vt = rt.y2x(total) + k.vtadj
+                        ry = rt.y
+                        vt = (rt.x if total <= ry else rt.x + (total - ry) / rt.sm2) + k.vtadj
+                    else:
+                        vt = rt.y2x(total) + k.vtadj
+                    cvtmin = parent.cvtmin
+                    if vt < cvtmin:
+                        k.vtadj += cvtmin - vt
+                        vt = cvtmin
+                    k.vt = vt
+                    if n:                           # still active: only its fit time changes
+                        if ulk == 1:                # k.myf = ul.y2x(total)
+                            ry = ul.y
+                            k.myf = myf = ul.x if total <= ry else ul.x + (total - ry) / ul.sm2
+                        elif ulk:
+                            k.myf = myf = ul.y2x(total)
+                        else:
+                            myf = k.myf
+                        cfmin = k.cfmin
+                        f = myf if myf > cfmin else cfmin
+                        if f != k.f:
+                            k.f = f
+                            _update_cfmin(parent)
+                        k = parent
+                        break
+                    if vt > parent.cvtoff:
+                        parent.cvtoff = vt
+                    act = parent.act
+                    del act[k]
+                    if act:
+                        _update_cfmin(parent)
+                    else:
+                        parent.cfmin = 0.0
+                else:
+                    k = None
+        if k is not None:                           # the classes above stay active
+            parent = k.parent
+            while parent is not None:
+                total = k.total + size
+                k.total = total
+                if not k.nactive or k.fsc is None:
+                    k = parent
+                    parent = k.parent
+                    continue
+                rt = k.virtual                      # vt = rt.y2x(total) + k.vtadj
+                if k.flin:
+                    ry = rt.y
+                    vt = rt.x if total <= ry else rt.x + (total - ry) / rt.sm2
+                else:
+                    vt = rt.y2x(total)
+                vt += k.vtadj
+                cvtmin = parent.cvtmin
+                if vt < cvtmin:
+                    k.vtadj += cvtmin - vt
+                    vt = cvtmin
+                k.vt = vt
                 if k.ulin:                          # k.myf = ul.y2x(total)
                     ul = k.ulimit
                     ry = ul.y
@@ -642,8 +774,8 @@ class Hfsc(Qdisc):
                 if f != k.f:
                     k.f = f
                     _update_cfmin(parent)
-            k = parent
-            parent = k.parent
+                k = parent
+                parent = k.parent
         if realtime:
             cl.cumul += size
         if cl.rsc is not None:
