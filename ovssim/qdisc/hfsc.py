@@ -610,8 +610,10 @@ class Hfsc(Qdisc):
         for c in eltree:                            # eltree_get_mindl
             if c.e <= now and c.d < best_d:
                 cl, best_d = c, c.d
-        realtime = cl is not None
-        if not realtime:
+        if cl is not None:
+            realtime = True
+        else:
+            realtime = False
             root = self.root
             # _get_minvt, whose first test (the root's fit time has not come) is inlined
             cl = None if root.cfmin > now else self._get_minvt(now)
@@ -659,12 +661,12 @@ class Hfsc(Qdisc):
         # update_vf: charge the bytes up the tree; classes left idle leave link-sharing
         # (a class the child's qlen_notify already made passive is not made passive twice)
         k = cl
-        if not qlen and cl.nactive and cl.fsc is not None:
+        if not qlen and cl.nactive:
             # going passive, one level per entry of cl.up, while the class left has no
             # active child: every class reached here is active (nactive >= 1: it counts
             # the child that was) and has an ls curve (an inner class, or cl)
             lin = cl.linup
-            if lin is not None:                     # the loop below, for linear curves
+            if lin is not None:                     # the loop below, for linear curves (cl has ls)
                 for k, parent, rt, ul in lin:
                     k.total = total = k.total + size
                     n = k.nactive - 1
@@ -699,7 +701,7 @@ class Hfsc(Qdisc):
                         parent.cfmin = 0.0
                 else:
                     k = None
-            else:
+            elif cl.fsc is not None:
                 for k, parent, rt, ul, flin, ulk in cl.up:
                     total = k.total + size
                     k.total = total
