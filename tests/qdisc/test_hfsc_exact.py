@@ -55,12 +55,15 @@ def _two_piece(rng, peak_bps, shapes=("linear", "concave", "convex")):
     return {"m1": m1, "d": d, "m2": m2}, (m1 / 8, d, m2 / 8)
 
 
-def make_scenario(rng, exotic: bool) -> dict:
+def make_scenario(rng, exotic: bool, linear: bool = False) -> dict:
     """A random 3-level tree under the root and bursty traffic to its leaves.
 
     ``exotic``: also leaf qdiscs other than pfifo (sfq, codel, fq_codel,
     bfifo) and two-piece upper limits; the guarantee checks then stand aside.
+    ``linear``: every curve linear, as OVS's linux-hfsc installs them (Hfsc's
+    linear-path shortcuts then carry every packet).
     """
+    any_shape = ("linear",) if linear else ("linear", "concave", "convex")
     classes, info, leaves = [], {}, []
     minor = [0]
 
@@ -79,9 +82,9 @@ def make_scenario(rng, exotic: bool) -> dict:
         entry = {"depth": depth, "leaf": leaf, "kind": kind, "parent": parent, "rt": None, "ul": None}
         info[cid] = entry
         if kind in ("ls", "rt+ls"):
-            c["ls"], _ = _two_piece(rng, rng.uniform(0.5e6, 8e6))
+            c["ls"], _ = _two_piece(rng, rng.uniform(0.5e6, 8e6), any_shape)
         if kind != "rt" and rng.random() < 0.35:
-            if exotic and rng.random() < 0.5:
+            if exotic and not linear and rng.random() < 0.5:
                 c["ul"], entry["ul"] = _two_piece(rng, rng.uniform(1e6, 8e6), ("concave", "convex"))
             else:
                 c["ul"], entry["ul"] = _two_piece(rng, rng.uniform(1e6, 8e6), ("linear",))
@@ -110,7 +113,7 @@ def make_scenario(rng, exotic: bool) -> dict:
     budget = LINK * rng.uniform(0.3, 0.9)
     by_id = {0x10000 | int(c["classid"][2:], 16): c for c in classes}
     for cid, w in zip(rt_leaves, weights):
-        spec, curve = _two_piece(rng, budget * w / sum(weights))
+        spec, curve = _two_piece(rng, budget * w / sum(weights), any_shape)
         info[cid]["rt"] = curve
         by_id[cid]["sc" if info[cid]["kind"] == "sc" else "rt"] = spec
     default = rng.choice(leaves)
@@ -274,6 +277,17 @@ def test_random_trees_match_the_reference_and_meet_the_guarantees(rng):
 def test_random_trees_with_other_leaf_qdiscs_match_the_reference(rng):
     sc = make_scenario(rng, exotic=True)
     assert run(sc) == run(sc, hfsc_reference.Hfsc)
+
+
+@settings(max_examples=80, deadline=None)
+@given(rng=st.randoms(use_true_random=False), exotic=st.booleans())
+def test_linear_trees_as_ovs_installs_them_match_the_reference(rng, exotic):
+    """Linear curves only (OVS's min-rate/max-rate): the linear-path enqueue/dequeue shortcuts."""
+    sc = make_scenario(rng, exotic, linear=True)
+    got = run(sc)
+    assert got == run(sc, hfsc_reference.Hfsc)
+    if not exotic:
+        check_guarantees(sc, got)
 
 
 op = st.one_of(st.tuples(st.just("enq"), st.integers(0, 40), st.integers(64, 1514), st.integers(0, 5)),
