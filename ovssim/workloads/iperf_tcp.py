@@ -6,6 +6,8 @@ Keys are iperf3's flags (iperf3(1)) or their long names:
 * ``w``/``window``    socket buffer in bytes on both ends (iperf3 sets SO_SNDBUF
   and SO_RCVBUF to it); without it the buffers are autotuned;
 * ``t``/``time``      test length (default 10 s);
+* ``O``/``omit``      seconds at the start left out of the results (iperf3 -O: "skip past the
+  TCP slow-start period"); the test then runs ``omit + time``;
 * ``C``/``congestion`` ``cubic`` (Linux's default) or ``reno``/``newreno``;
 * ``l``/``length``    bytes per write (iperf3's TCP default: 128 KiB); a bulk writer
   keeps the send buffer full whatever its write size, so this matters only
@@ -50,6 +52,7 @@ class IperfTcp(Workload):
         Option("parallel", ("P", "parallel"), as_count, "number of parallel streams"),
         Option("window", ("w", "window"), as_size, "socket buffer in bytes, e.g. \"256k\""),
         Option("time", ("t", "time"), as_positive_time, "test length, e.g. \"10s\""),
+        Option("omit", ("O", "omit"), as_time, "seconds left out at the start, e.g. \"1s\""),
         Option("cc", ("C", "congestion"), as_cc, "cubic or reno"),
         Option("length", ("l", "length"), as_size, "bytes per write, e.g. \"128k\""),
         Option("mss", ("M", "set-mss", "set_mss"), as_size, "maximum segment size in bytes"),
@@ -69,10 +72,14 @@ class IperfTcp(Workload):
                  nodelay: bool = False, name: str | None = None, start: float = 0.0,
                  send_cost: float | None = None, recv_cost: float | None = None,
                  call_cost: float | None = None, port: int = IPERF3_PORT,
-                 stagger: float = 1e-3, mtu: int | None = None, cwnd_interval: float = 0.01):
+                 stagger: float = 1e-3, mtu: int | None = None, cwnd_interval: float = 0.01,
+                 omit: float = 0.0):
         super().__init__(name)
         if parallel < 1:
             raise ConfigError(f"iperf -P must be >= 1, got {parallel}", key="P", fix="use P = 1 or more")
+        if omit < 0:
+            raise ConfigError(f"iperf -O must be >= 0, got {omit}", key="O", fix='e.g. O = "1s"')
+        self.omit = omit
         self.parallel = parallel
         self.window = window
         self.time = time
@@ -91,6 +98,7 @@ class IperfTcp(Workload):
         self.streams: list = []
         self.meters: list[GoodputMeter] = []
         self.t0 = self.t1 = 0.0
+        self.retx_omitted = 0
 
     @classmethod
     def from_spec(cls, table: dict) -> "IperfTcp":
@@ -101,7 +109,8 @@ class IperfTcp(Workload):
         env = ctx.env
         self.t0 = max(env.now, ctx.start_at + self.start_offset)
         length = self.time if self.time is not None else (ctx.duration or IPERF3_DEFAULT_TIME)
-        self.t1 = self.t0 + length
+        self.t1 = self.t0 + self.omit + length
+        measured_from = self.t0 + self.omit
         app = (ctx.extra or {}).get("app", {})
         send_cost = self.send_cost if self.send_cost is not None else app.get("send_per_packet", 0.0)
         recv_cost = self.recv_cost if self.recv_cost is not None else app.get("recv_per_packet", 0.0)
@@ -113,7 +122,7 @@ class IperfTcp(Workload):
             c, s = connect(env, ctx.src, ctx.dst, self.port, cc=self.cc, mtu=self.mtu, mss=self.mss,
                            nodelay=self.nodelay, sndbuf=self.window, rcvbuf=self.window,
                            send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost)
-            meter = GoodputMeter(self.t0, self.t1)
+            meter = GoodputMeter(measured_from, self.t1)
             s.receiver.on_deliver = meter
             self.streams.append((c, s))
             self.meters.append(meter)
@@ -121,17 +130,23 @@ class IperfTcp(Workload):
             call_at(env, at, lambda _, c=c: c.bulk(self.t1, self.length))
             if self.cwnd_interval:
                 call_at(env, self.t0, lambda _, c=c: c.sample_cwnd(self.cwnd_interval, self.t1))
+        self.retx_omitted = 0       # retransmissions during -O, left out as iperf3 leaves them out
+        if self.omit > 0:
+            call_at(env, measured_from, self._end_omit)
+
+    def _end_omit(self, _=None) -> None:
+        self.retx_omitted = sum(c.sender.retransmits for c, _ in self.streams)
 
     def metrics(self) -> list[Metric]:
         per = [m.mbit_per_s() for m in self.meters]
         senders = [c.sender for c, _ in self.streams]
         out = [Metric("throughput", float(sum(per)), "Mbit/s"),
-               Metric("retransmits", float(sum(s.retransmits for s in senders)), "count"),
+               Metric("retransmits", float(sum(s.retransmits for s in senders) - self.retx_omitted), "count"),
                Metric("throughput_min", float(min(per)), "Mbit/s"),
                Metric("throughput_max", float(max(per)), "Mbit/s")]
         if len(per) > 1:
             out.append(Metric("fairness", jain_index(per), "Jain index"))
-        for k, v in rtt_summary(senders, self.t0).items():
+        for k, v in rtt_summary(senders, self.t0 + self.omit).items():
             out.append(Metric(k.replace("rtt_", "tcp_rtt_"), v, "ms"))
         return out
 

@@ -109,3 +109,29 @@ def test_sack_sender_adapts_to_reordering(make_path):
     assert snd.reordering >= 8                      # ... and the sender learnt its degree
     assert snd.retransmits <= 5                     # only the first events cost spurious retransmissions
     assert s.receiver.bytes_received * 8 / 3.0 / 1e6 > 85.0
+
+
+def test_omit_leaves_out_the_start_as_iperf3_does(make_path):
+    """iperf3 -O: the first seconds (slow start, a shaper's initial burst) are not in the result."""
+    from ovssim.path.port import EgressPort
+
+    def shaped():
+        # a 20 Mbit/s TBF with a 200 kB bucket before the 100 Mbit/s link: the bucket passes at line rate first
+        p = make_path(rate=100e6, delay=0.001)
+        p.fwd = EgressPort(p.env, 100e6, {"kind": "tbf", "rate": "20mbit", "burst": "200kb", "latency": "50ms"},
+                           out=p.b, prop_delay=0.001, name="fwd")
+        p.a.out = p.fwd
+        return p
+
+    steady = 20.0 * 1448 / tcp_frame_size(1448)          # TBF counts the frame without the wire overhead
+    p = shaped()
+    whole = IperfTcp(time=0.5)
+    whole.start(p.ctx(1.0))
+    p.env.run(until=0.6)
+    assert metric(whole, "throughput") > steady * 1.1                  # the burst inflates a short test
+    q = shaped()
+    omitted = IperfTcp(time=0.5, omit=0.5)
+    omitted.start(q.ctx(1.0))
+    q.env.run(until=1.1)
+    assert omitted.t1 == pytest.approx(1.0)                             # runs omit + time
+    assert metric(omitted, "throughput") == pytest.approx(steady, rel=0.01)

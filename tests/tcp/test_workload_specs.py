@@ -27,7 +27,10 @@ def test_netperf_rr_table():
 def test_iperf_table():
     w = IperfTcp.from_spec({"tool": "iperf", "proto": "tcp", "P": 10, "w": "256k", "t": "10s",
                             "C": "cubic"})
-    assert (w.parallel, w.window, w.time, w.cc) == (10, 262144, 10.0, "cubic")
+    assert (w.parallel, w.window, w.time, w.cc, w.omit) == (10, 262144, 10.0, "cubic", 0.0)
+    assert IperfTcp.from_spec({"tool": "iperf", "proto": "tcp", "O": "1s", "t": "5s"}).omit == 1.0
+    with pytest.raises(ConfigError, match="-O must be >= 0"):
+        IperfTcp(omit=-1.0)
     w = IperfTcp.from_spec({"parallel": 3, "congestion": "newreno", "set-mss": 1000})
     assert (w.parallel, w.cc, w.mss) == (3, "newreno", 1000)
 
