@@ -122,7 +122,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
                             method_note="targets: iperf3 TCP throughput and qperf tcp_lat RTT of the 1-bridge, "
                                         "qdisc=none runs of OVS and Linux bridge; sigma = std/sqrt(n) of the runs",
                             x0={"ovs.stats:scale": 40e-6, "vif.container-veth.cpu_per_packet": 0.3e-6,
-                                "host.stack_delay:scale": 8e-6, "ovs.latency": 150e-6}, max_evals=28)
+                                "host.stack_delay:scale": 8e-6, "ovs.latency": 150e-6}, max_evals=44)
     # -- predict everything measured -----------------------------------------------------------
     cfgs = []
     for k, wls in measured_wl.items():
