@@ -36,7 +36,7 @@ from ..packet import ETH_PREAMBLE_FCS_IFG
 from ..qdisc import make_qdisc
 from ..qdisc.base import Device
 from ..qdisc.pfifo import PFifo
-from ..sched import Call, call_at
+from ..sched import FIRE, Call, call_at
 from .afpacket import truesize
 
 _INF = float("inf")
@@ -80,7 +80,8 @@ class EgressPort:
         # packet is waiting for it (the next dequeue must happen then); otherwise the packet
         # goes on at once with its departure time, like the analytic FIFO.
         self._busy_until = 0.0
-        self._wake = None
+        self._wake = None                    # the pending wake-up Call, if any
+        self._wake_call = None               # the last wake-up Call (reused once fired)
         # Lookahead: the dequeue the device's completion would make on an empty qdisc (qdisc_run
         # asks until it gets nothing), owed until the next arrival.  It can change the qdisc's
         # state (FQ-CoDel retires an emptied flow, CoDel leaves its dropping state), so it is
@@ -199,7 +200,10 @@ class EgressPort:
             self._kick()
 
     def _arrive_la(self, pkt) -> None:
-        """``_arrive`` with lookahead (the port's own path for a non-FIFO qdisc)."""
+        """``_arrive`` with lookahead (the port's own path for a non-FIFO qdisc).
+
+        ``_idle_dequeue_at`` is None or equal to ``_busy_until`` (both are set by the same
+        transmission), so the owed dequeue is due exactly when the device is idle."""
         now = self.env._now
         sock = self.sock
         if sock is not None and not sock.charge(now, truesize(pkt.size)):
@@ -209,20 +213,58 @@ class EgressPort:
         if stamps is not None:
             stamps[self.name + ".enq"] = now
         q = self.qdisc
-        owed = self._idle_dequeue_at
-        if owed is not None and owed <= now:
+        busy_until = self._busy_until
+        if busy_until > now:              # the device is busy: a wake-up at its end dequeues
+            q.enqueue(pkt, now)
+            if self._wake is None:
+                self._schedule_wake(busy_until)
+            return
+        owed = self._idle_dequeue_at      # due: owed <= busy_until <= now
+        if owed is not None:
             self._idle_dequeue_at = None
             if not q.stats.qlen:          # else packets wait and a wake-up will dequeue
                 q.dequeue(owed)           # empty: returns nothing, may retire state
         q.enqueue(pkt, now)
-        busy_until = self._busy_until
-        if busy_until > now:
-            if self._wake is None:
-                env = self.env
-                self._wake = wake = Call(self._on_wake, None)
-                heappush(env._queue, (busy_until, NORMAL, next(env._eid), wake))
+        # _kick_la(now), inlined (``_idle_dequeue_at`` is already None)
+        pkt = q.dequeue(now)
+        if pkt is None:
+            if q.stats.qlen:              # a shaper holds packets: its watchdog
+                self._arm_watchdog(q, now)
             return
-        self._kick_la(now)
+        spb = self._sec_per_byte
+        if spb:                           # a wire: its common case, the packet goes on at once
+            size = pkt.size
+            done = now + (size + self.framing) * spb
+            if done > now:
+                if sock is not None:
+                    sock.release(truesize(size))
+                stamps = pkt.stamps
+                if stamps is not None:
+                    stamps[self.name + ".deq"] = now
+                self.tx_packets += 1
+                self.tx_bytes += size
+                self.busy_time += done - now
+                self._busy_until = done
+                pkt.t = done + self.prop_delay
+                self.out.put(pkt)
+                if q.stats.qlen:
+                    self._schedule_wake(done)
+                else:
+                    self._idle_dequeue_at = done
+                return
+        self._xmit_la(q, pkt, now)
+
+    def _schedule_wake(self, t: float) -> None:
+        """The device's wake-up at the end of a transmission (``_on_wake`` at ``t``).  The
+        port's one wake-up Call is reused once it fired; a new one only while it is pending."""
+        wake = self._wake_call
+        if wake is None or wake.callbacks is not None:    # never made, or still in the heap
+            wake = self._wake_call = Call(self._on_wake, None)
+        else:
+            wake.callbacks = FIRE
+        self._wake = wake
+        env = self.env
+        heappush(env._queue, (t, NORMAL, next(env._eid), wake))
 
     def _dropped(self, pkt, now, reason) -> None:
         self.dropped += 1
@@ -278,8 +320,39 @@ class EgressPort:
         transmission's end costs an event only when packets wait for it."""
         q = self.qdisc
         self._idle_dequeue_at = None      # this dequeue is the one it stood for
-        sock = self.sock
         pkt = q.dequeue(now)
+        if pkt is None:
+            if q.stats.qlen:              # a shaper holds packets: its watchdog
+                self._arm_watchdog(q, now)
+            return
+        spb = self._sec_per_byte
+        if spb:                           # a wire: its common case, as in _arrive_la
+            size = pkt.size
+            done = now + (size + self.framing) * spb
+            if done > now:
+                sock = self.sock
+                if sock is not None:
+                    sock.release(truesize(size))
+                stamps = pkt.stamps
+                if stamps is not None:
+                    stamps[self.name + ".deq"] = now
+                self.tx_packets += 1
+                self.tx_bytes += size
+                self.busy_time += done - now
+                self._busy_until = done
+                pkt.t = done + self.prop_delay
+                self.out.put(pkt)
+                if q.stats.qlen:
+                    self._schedule_wake(done)
+                else:
+                    self._idle_dequeue_at = done
+                return
+        self._xmit_la(q, pkt, now)
+
+    def _xmit_la(self, q, pkt, now: float) -> None:
+        """The rest of ``_kick_la`` from a dequeued ``pkt``: transmit while the device stays
+        free (a virtual device, a backend), then the watchdog if a shaper holds packets."""
+        sock = self.sock
         while pkt is not None:
             size = pkt.size
             if sock is not None:
@@ -306,9 +379,7 @@ class EgressPort:
                 pkt.t = done + self.prop_delay
                 self.out.put(pkt)
                 if q.stats.qlen:
-                    env = self.env
-                    self._wake = wake = Call(self._on_wake, None)
-                    heappush(env._queue, (done, NORMAL, next(env._eid), wake))
+                    self._schedule_wake(done)
                 else:
                     self._idle_dequeue_at = done
                 return
