@@ -33,6 +33,8 @@ SCHEMA: dict[str, str] = {
     # AF_PACKET socket buffers of the userspace netdev datapath, bytes of skb truesize (0: not modelled);
     # net.core.wmem_default / rmem_default = 212992 (see ovssim/path/afpacket.py)
     "ovs.tx_sndbuf": "size", "ovs.rx_rcvbuf": "size",
+    # the netdev datapath thread's stall when woken after idling (ovssim/path/datapath.py)
+    "ovs.idle_stall_prob": "prob", "ovs.idle_stall": "time", "ovs.idle_after": "time",
     "linux_bridge.forward": "dist",
     "patch.translate": "time", "veth.cpu_per_packet": "time", "veth.cpu_per_byte": "time",
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
@@ -100,10 +102,13 @@ class Profile:
             elif kind == "int":
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     raise ValueError(f"{value!r} is not a whole number >= 1")
+            elif kind == "prob":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                    raise ValueError(f"{value!r} is not a probability between 0 and 1")
         except ConfigError as exc:
             raise ConfigError(exc.problem, file=source, key=f"params.{key}", fix=exc.fix) from None
         except ValueError as exc:
-            example = {"time": '"5us"', "size": '"128k"', "int": "1"}.get(kind, "1")
+            example = {"time": '"5us"', "size": '"128k"', "int": "1", "prob": "0.2"}.get(kind, "1")
             raise ConfigError(f"bad value: {exc}", file=source, key=f"params.{key}",
                               fix=f"give a {kind} (e.g. {example})") from None
 
@@ -168,6 +173,9 @@ class Profile:
 
     def int(self, key: str) -> int:
         return int(self.params[key])
+
+    def prob(self, key: str) -> float:
+        return float(self.params[key])
 
 
 def profile_key_pattern() -> re.Pattern:

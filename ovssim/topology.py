@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .path.cpu import CpuPool
-from .path.datapath import OvsDatapath, QueueRule
+from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
 from .path.endpoint import Endpoint
 from .path.linux_bridge import LinuxBridge
 from .path.links import PatchPort, VethLink
@@ -72,6 +72,15 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
 
     # bridges and their chains
     chain_members: dict[str, list] = {}
+    # one ovs-vswitchd datapath thread per host: its idle-stall state is shared by the host's OVS bridges
+    ovs_threads: dict = {}
+
+    def _ovs_thread(host: str):
+        if host not in ovs_threads:
+            ovs_threads[host] = idle_stall_state(profile.prob("ovs.idle_stall_prob"), profile.time("ovs.idle_stall"),
+                                                 profile.time("ovs.idle_after"), rng(f"{host}.ovs.idle_stall"), host)
+        return ovs_threads[host]
+
     for b in d.get("bridge", []):
         cpu = topo.hosts[b["host"]]
         members = []
@@ -91,7 +100,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  rules=[QueueRule(f.get("match", {}), f["set_queue"]) for f in b["flows"]],
                                  latency=profile.sampler("ovs.latency", rng(f"{name}.latency")),
                                  sndbuf=int(profile.size("ovs.tx_sndbuf")),
-                                 rcvbuf=int(profile.size("ovs.rx_rcvbuf")))
+                                 rcvbuf=int(profile.size("ovs.rx_rcvbuf")),
+                                 stall_state=_ovs_thread(b["host"]))
             else:
                 br = LinuxBridge(env, name, cpu, forward=profile.sampler("linux_bridge.forward",
                                                                          rng(f"{name}.forward")))

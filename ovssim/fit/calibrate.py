@@ -96,13 +96,15 @@ class Param:
     @classmethod
     def parse(cls, text: str) -> "Param":
         """``NAME[:FIELD]=LO..HI`` -- e.g. ``vif.kvm-tap.cpu_per_packet=1us..20us`` or
-        ``vif.kvm-tap.backend_delay:scale=5us..100us`` or ``ovs.upcall:s=0.1..1.5``."""
+        ``vif.kvm-tap.backend_delay:scale=5us..100us`` or ``ovs.upcall:s=0.1..1.5`` or
+        ``ovs.idle_stall_prob=0..0.6``."""
         m = cls._RE.match(text)
         if not m:
             raise ConfigError(f"cannot read parameter {text!r}", key="--params",
                               fix="write NAME[:FIELD]=LO..HI, e.g. vif.kvm-tap.backend_delay:scale=5us..100us")
         name, fld, lo, hi = m.groups()
-        is_time = fld not in cls._SHAPES
+        from ..profile import SCHEMA          # plain-number parameters (a probability) are not times
+        is_time = fld not in cls._SHAPES and not (fld is None and SCHEMA.get(name) == "prob")
         conv = units.time if is_time else float
         try:
             return cls(name, fld, conv(lo), conv(hi), is_time=is_time)
