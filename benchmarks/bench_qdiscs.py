@@ -6,7 +6,7 @@ once per qdisc, in this process; the NIC's qdisc is the only thing that
 changes.  Shapers are configured as the thesis did through the OVS QoS table
 (seed 000 section 2.3.3: max-rate and a queue 0 at 100 Mbit/s) so they carry
 the whole stream.  Prints packets per wall-second per qdisc and the ratio to
-pfifo measured in the same run (best of 3 interleaved rounds; time is this
+pfifo measured in the same run (best of 5 interleaved rounds; time is this
 process's CPU time, which other processes on a shared machine disturb less
 than wall time).  Target: no qdisc below 0.5x pfifo.
 Run: .venv/bin/python benchmarks/bench_qdiscs.py
@@ -53,7 +53,7 @@ def bench(qdisc) -> tuple[int, float, object]:
     return wire_end.count, time.process_time() - t0, nic.qdisc
 
 
-def main(rounds: int = 3) -> None:
+def main(rounds: int = 5) -> None:
     # interleave the qdiscs and keep each one's fastest round: the machine is shared and noisy
     best: dict = {}
     for _ in range(rounds):
