@@ -103,7 +103,7 @@ class IperfTcp(Workload):
     @classmethod
     def from_spec(cls, table: dict) -> "IperfTcp":
         return cls(**parse_table(table, cls.OPTIONS, tool="iperf TCP",
-                                 fixed={"tool": ("iperf", "iperf3"), "proto": ("tcp",)}))
+                                 fixed={"tool": ("iperf", "iperf2", "iperf3"), "proto": ("tcp",)}))
 
     def start(self, ctx: RunContext) -> None:
         env = ctx.env

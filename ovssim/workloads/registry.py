@@ -7,8 +7,12 @@ from ..errors import ConfigError
 
 # (tool, selector) -> "module:Class"; selector is proto for iperf, test for netperf
 WORKLOADS = {
-    ("iperf", "udp"): "udp:IperfUdp",
+    ("iperf", "udp"): "udp:IperfUdp",           # iperf 2: evenly spaced datagrams
+    ("iperf2", "udp"): "udp:IperfUdp",
+    ("iperf3", "udp"): "udp:Iperf3Udp",         # iperf3: throttled bursts on a pacing timer
     ("iperf", "tcp"): "iperf_tcp:IperfTcp",
+    ("iperf2", "tcp"): "iperf_tcp:IperfTcp",
+    ("iperf3", "tcp"): "iperf_tcp:IperfTcp",
     ("ping", None): "ping:Ping",
     ("netperf", "TCP_STREAM"): "netperf:NetperfTcpStream",
     ("netperf", "TCP_RR"): "netperf:NetperfTcpRR",
@@ -18,7 +22,7 @@ WORKLOADS = {
 def make_workload(table: dict):
     tool = table.get("tool")
     name = table.get("name", tool)
-    if tool == "iperf":
+    if tool in ("iperf", "iperf2", "iperf3"):
         sel = str(table.get("proto", "tcp")).lower()
     elif tool == "netperf":
         sel = str(table.get("test", "TCP_STREAM")).upper()

@@ -8,6 +8,21 @@ datagram received), jitter (RFC 3550 running estimate, see
 :class:`~ovssim.metrics.JitterEstimator`), loss (datagrams missing by
 sequence number, %) and out-of-order datagrams.  Seed 000 §5.1: 1470-byte
 datagrams at 95 Mbit/s for 10 s, 100 iterations.
+
+``tool = "iperf3"`` (:class:`Iperf3Udp`) sends as iperf3 (3.x, single-threaded
+client) does instead: no per-datagram spacing, but a throttle.  After each
+datagram the client compares its average rate since the test started with
+``-b``; while below it sends the next one at once (back to back, one sendto()
+after another), once at or above it stops until its periodic pacing timer
+(``--pacing-timer``, default 1000 us) fires and finds it below again
+(``iperf_check_throttle``, ``iperf_send`` in esnet/iperf src/iperf_api.c).
+The timer wakes the client's select() a timer slack late (50 us, the Linux
+default for a normal task, prctl(2) PR_SET_TIMERSLACK).  So a 40 Mbit/s
+stream of 1400-byte datagrams leaves as a burst of 3-4 datagrams every
+~1.05 ms: behind a shaper whose bucket holds one packet (tc's HTB default
+burst with high-resolution timers) the burst is spread out and the receiver's
+jitter is a sizeable fraction of a millisecond, where iperf 2's evenly spaced
+datagrams see almost none.
 """
 from __future__ import annotations
 
@@ -180,3 +195,96 @@ class IperfUdp(Workload):
         for k, v in self.stage_samples.items():
             out[f"stage:{k}"] = np.asarray(v)
         return out
+
+
+class Iperf3Udp(IperfUdp):
+    """``iperf3 -u -b RATE -l LEN``: the throttled, bursty sender (see the module docstring).
+
+    Extra keys: ``pacing_timer`` (iperf3 ``--pacing-timer``, default 1000 us) and
+    ``timer_slack`` (how late the timer wakes the client, default 50 us)."""
+
+    kind = "iperf3-udp"
+    KEYS = IperfUdp.KEYS | {"pacing_timer", "timer_slack"}
+    PACING_TIMER = 1000e-6      # iperf3 --pacing-timer default (iperf3(1))
+    TIMER_SLACK = 50e-6         # Linux default timer slack of a SCHED_OTHER task (prctl(2))
+
+    def __init__(self, *args, pacing_timer: float = PACING_TIMER, timer_slack: float = TIMER_SLACK, **kw):
+        super().__init__(*args, **kw)
+        if not pacing_timer > 0:
+            raise ConfigError(f"iperf3 --pacing-timer must be > 0, got {pacing_timer}",
+                              key=f"workload.{self.name}.pacing_timer", fix='write e.g. pacing_timer = "1ms"')
+        if not timer_slack >= 0:
+            raise ConfigError(f"timer_slack must be >= 0, got {timer_slack}",
+                              key=f"workload.{self.name}.timer_slack", fix='write e.g. timer_slack = "50us"')
+        self.pacing_timer, self.timer_slack = pacing_timer, timer_slack
+
+    @classmethod
+    def from_spec(cls, t: dict) -> "Iperf3Udp":
+        extra = {k: t[k] for k in ("pacing_timer", "timer_slack") if k in t}
+        base = IperfUdp.from_spec({k: v for k, v in t.items() if k not in extra})
+        try:
+            kw = {k: units.time(v) for k, v in extra.items()}
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"bad iperf3 UDP option: {exc}", key=f"workload.{t.get('name')}",
+                              fix='e.g. pacing_timer = "1ms", timer_slack = "50us"') from None
+        return cls(rate_bps=base.rate_bps, length=base.length, duration=base.duration, start=base.start_at,
+                   tos=base.tos, port=base.port, name=base.name, trace_every=base.trace_every, **kw)
+
+    def start(self, ctx: RunContext) -> None:
+        self.bits_sent = 0.0
+        self.at_tick = False          # the first datagram goes at once (iperf3 starts green)
+        super().start(ctx)            # its timer calls self._send at t0
+
+    def _send(self, timer=None) -> None:
+        """The client's wake-up at ``now``.  At a pacing tick it first checks the throttle
+        (red: sleep to the next tick).  Then one sendto() (the datagram carries ``now``, read
+        before it) and the throttle check with the bytes sent so far: green, the next
+        datagram follows when this send is done; red, at the timer's next wake-up."""
+        env = self.env
+        now = env._now
+        if now >= self.t_end - 1e-12:
+            return
+        t0 = self.t0
+        if self.at_tick and not self.bits_sent < self.rate_bps * (now - t0):
+            self._arm(timer, self._next_tick(now))
+            return
+        seq = self.sent
+        pkt = Packet(self.flow, self.size, now, self.length, seq, None, 0, self.tos)
+        if self.trace_every and seq % self.trace_every == 0:
+            pkt.stamps = {"app.send": now}
+        src = self.src
+        cpu = src.cpu
+        done = now
+        if self.send_cost and cpu is not None:
+            # the sendto() runs on the sender's CPU; the next one cannot start before it ends
+            done = cpu.serve(now, self.send_cost, self.thread_key)
+            if done is None:
+                done = now + self.send_cost
+            pkt.t = done
+        self.sent = seq + 1
+        self.bits_sent += self.length * 8
+        src.sent += 1
+        src.out.put(pkt)
+        if now > t0 and self.bits_sent < self.rate_bps * (now - t0):
+            self.at_tick = False          # green light: the next sendto() right away
+            self._arm(timer, done)
+        else:
+            self._arm(timer, self._next_tick(now))
+
+    def _next_tick(self, now: float) -> float:
+        """When the pacing timer next wakes the client: its first tick after ``now`` (ticks at
+        t0 + k * pacing_timer, iperf3's periodic timer) plus the timer slack."""
+        self.at_tick = True
+        p = self.pacing_timer
+        k = max(1, int((now - self.timer_slack - self.t0) // p) + 1)
+        at = self.t0 + k * p + self.timer_slack
+        return at if at > now else at + p     # rounding must not give this wake-up again
+
+    def _arm(self, timer, at: float) -> None:
+        env = self.env
+        if timer is None:
+            timer = call_at(env, at, self._send)
+            timer.arg = timer
+        else:                             # the Call that has just fired, re-armed
+            timer.callbacks = FIRE
+            heappush(env._queue, (at, NORMAL, next(env._eid), timer))
