@@ -34,8 +34,8 @@ WORKLOADS = {
     "tcp": ({"tool": "iperf", "proto": "tcp", "C": "cubic", "O": "0.1s", "t": "0.2s"}, 0.3),
     "rr": ({"tool": "netperf", "test": "TCP_RR", "r": "1,1", "l": "0.2s"}, 0.2),
     "ping": ({"tool": "ping", "c": 100, "i": "10ms"}, 1.0),
-    "udp40": ({"tool": "iperf", "proto": "udp", "b": "40mbit", "l": "1400b", "t": "0.5s"}, 0.5),
-    "jitter_iperf2": ({"tool": "iperf", "proto": "udp", "b": "20mbit", "l": "1470b", "t": "0.5s", "port": 5002}, 0.5),
+    "udp40": ({"tool": "iperf3", "proto": "udp", "b": "40mbit", "l": "1400b", "t": "0.5s"}, 0.5),
+    "jitter_iperf2": ({"tool": "iperf2", "proto": "udp", "b": "20mbit", "l": "1470b", "t": "0.5s", "port": 5002}, 0.5),
 }
 # run order inside one simulated run: TCP last, so its standing queue (e.g. 1000 packets behind a 50 Mbit/s
 # shaper drain for ~0.24 s) and its CPU backlog cannot spill into the other workloads
