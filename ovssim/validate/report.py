@@ -27,10 +27,12 @@ than any real measurement noise, so "inside band" is almost always "no" for them
 **What the model lacks (found here, not fitted away):**
 a per-qdisc processing cost (the thesis's RTT differences between schedulers: the model gives all six the same
 RTT); a per-send() application cost (the thesis's TCP_STREAM below line rate with 256-byte sends);
-the idle/wake-up latency of OVS's userspace netdev datapath (ping every 10 ms sees 2-3x the TCP_RR RTT on this
-machine; the busy-path latency that is not CPU work is modelled, as `ovs.latency`, and fitted); segment batching (GSO/TSO/GRO: seed 003
-and seed 004's multi-Gbit/s cases); the kernel's timer/softirq granularity in shapers (the measured jitter behind
-HTB/TBF is ~0.3 ms, the model's far less); heavy RTT tails that fit a calibratable family (seed 002's mixtures)."""
+the shape of OVS's userspace-datapath latency (its busy-path latency that is not CPU work is modelled as
+`ovs.latency` and its one-tick stall after idling as `ovs.idle_stall_prob`, both fitted; the body of the ping RTT
+distribution and its batching jitter are not); segment batching (GSO/TSO/GRO: seed 003 and seed 004's
+multi-Gbit/s cases, this machine's Linux bridge); run-to-completion softirq work under a CPU-bound sender; the
+shapers' timer latency (a datagram HTB holds leaves ~30 us after its tokens allow, measured here); heavy RTT
+tails that fit a calibratable family (seed 002's mixtures)."""
 
 TESTBEDS = ("thesis", "local", "load", "interim", "xenserver", "chains")
 
