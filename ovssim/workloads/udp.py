@@ -231,7 +231,6 @@ class Iperf3Udp(IperfUdp):
                    tos=base.tos, port=base.port, name=base.name, trace_every=base.trace_every, **kw)
 
     def start(self, ctx: RunContext) -> None:
-        self.bits_sent = 0.0
         self.at_tick = False          # the first datagram goes at once (iperf3 starts green)
         super().start(ctx)            # its timer calls self._send at t0
 
@@ -245,7 +244,7 @@ class Iperf3Udp(IperfUdp):
         if now >= self.t_end - 1e-12:
             return
         t0 = self.t0
-        if self.at_tick and not self.bits_sent < self.rate_bps * (now - t0):
+        if self.at_tick and not self.sent * self.length * 8 < self.rate_bps * (now - t0):
             self._arm(timer, self._next_tick(now))
             return
         seq = self.sent
@@ -262,19 +261,15 @@ class Iperf3Udp(IperfUdp):
                 done = now + self.send_cost
             pkt.t = done
         self.sent = seq + 1
-        self.bits_sent += self.length * 8
         src.sent += 1
         src.out.put(pkt)
-        if now > t0 and self.bits_sent < self.rate_bps * (now - t0):
-            self.at_tick = False          # green light: the next sendto() right away
-            self._arm(timer, done)
-        else:
-            self._arm(timer, self._next_tick(now))
+        green = now > t0 and (seq + 1) * self.length * 8 < self.rate_bps * (now - t0)
+        self.at_tick = not green          # green light: the next sendto() right away
+        self._arm(timer, done if green else self._next_tick(now))
 
     def _next_tick(self, now: float) -> float:
         """When the pacing timer next wakes the client: its first tick after ``now`` (ticks at
         t0 + k * pacing_timer, iperf3's periodic timer) plus the timer slack."""
-        self.at_tick = True
         p = self.pacing_timer
         k = max(1, int((now - self.timer_slack - self.t0) // p) + 1)
         at = self.t0 + k * p + self.timer_slack
