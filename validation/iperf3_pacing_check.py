@@ -134,16 +134,16 @@ def simulate(secs: float, htb: bool, send_cost: float) -> dict:
 
 
 def pattern(r: dict) -> dict:
-    t = sent = r["sent"]              # bursts are found on the send times (iperf3's own stamps)
-    gaps = np.diff(t)
+    sent = r["sent"]                  # bursts are found on the send times (iperf3's own stamps)
+    gaps = np.diff(sent)
     cut = np.where(gaps > 150e-6)[0]
-    sizes = np.diff(np.r_[-1, cut, len(t) - 1])[1:-1]
-    starts = t[np.r_[0, cut + 1]]
+    first = np.r_[0, cut + 1]         # each burst's first datagram
+    sizes = np.diff(np.r_[-1, cut, len(sent) - 1])[1:-1]     # whole bursts only
     inner = gaps[gaps <= 150e-6]
     tr = r["arrive"] - sent
-    first = np.r_[0, cut + 1]
     rel = [tr[b:b + 4] - tr[b] for b, n in zip(first[1:-1], sizes) if n >= 4]
-    return {"datagrams": len(t), "burst_mean": float(sizes.mean()),
+    starts = sent[first]
+    return {"datagrams": len(sent), "burst_mean": float(sizes.mean()),
             "burst_3_4": float(np.mean((sizes == 3) | (sizes == 4))),
             "interval_median_us": float(np.median(np.diff(starts)) * 1e6),
             "inner_gap_median_us": float(np.median(inner) * 1e6) if inner.size else float("nan"),
