@@ -83,16 +83,19 @@ def _fmt_table(summary) -> str:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="write here instead of stdout")
 @click.option("--profile", default=None, help="calibration profile (name in calibration/, path, or 'default')")
 @click.option("--progress/--no-progress", default=None, help="progress display (default: when stderr is a terminal)")
-def run(scenario, reps, seed, fmt, out, profile, progress):
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="processes running replications (default: one per local core; results do not depend on it)")
+def run(scenario, reps, seed, fmt, out, profile, progress, workers):
     """Run SCENARIO.toml and print throughput, RTT, jitter and loss with 95% CIs."""
     from .profile import Profile
-    from .runner import run_scenario
+    from .runner import local_cores, run_scenario
     from .scenario import load_scenario
     sc = load_scenario(scenario)
     prof = Profile.load(profile or sc.profile, relative_to=sc.base_dir)
     if progress is None:
         progress = sys.stderr.isatty()
-    res = run_scenario(sc, reps=reps, seed=seed, progress=progress, profile=prof)
+    res = run_scenario(sc, reps=reps, seed=seed, progress=progress, profile=prof,
+                       workers=workers or local_cores())
     if fmt == "table":
         text = _fmt_table(res.summary)
     elif fmt == "csv":

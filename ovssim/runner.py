@@ -9,6 +9,7 @@ numbers) wherever their elements coincide.
 """
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass, field
 
@@ -95,9 +96,77 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
     return rows, samples, counters
 
 
+def local_cores() -> int:
+    """The cores this process may run on (``sched_getaffinity``; ``cpu_count`` elsewhere)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class ReplicationPool:
+    """Local worker processes for replications, reusable across :func:`run_scenario` calls
+    (a calibration runs hundreds of them); a context manager.  ``forkserver``: rich's progress
+    display runs a thread, so no plain fork; the workers import the runner once."""
+
+    def __init__(self, workers: int):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        self.workers = max(1, int(workers))
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["ovssim.runner"])
+        self.executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _replications(sc: Scenario, profile: Profile, n: int, seed: int, workers: int, advance,
+                  pool: ReplicationPool | None = None):
+    """Yield ``(rep, result)`` of replications 0..n-1: serially, on ``pool``, or on a pool of
+    ``workers`` processes made for this call.
+
+    Each replication's random streams derive from ``(seed, rep)`` alone, so the results do not
+    depend on the worker count or the order replications finish in."""
+    if pool is None and (workers <= 1 or n <= 1):
+        for rep in range(n):
+            yield rep, run_replication(sc, profile, rep, seed)
+            advance()
+        return
+    from concurrent.futures import FIRST_COMPLETED, wait
+    own = pool is None
+    if own:
+        pool = ReplicationPool(min(workers, n))
+    pending = {}
+    try:
+        pending = {pool.executor.submit(run_replication, sc, profile, rep, seed): rep for rep in range(n)}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                rep = pending.pop(fut)
+                yield rep, fut.result()          # a replication's error ends the run, as serially
+                advance()
+    finally:
+        if own:
+            pool.close()
+        else:
+            for fut in pending:                  # a shared pool: drop what this call left queued
+                fut.cancel()
+
+
 def run_scenario(scenario, reps: int | None = None, seed: int | None = None, progress: bool = False,
-                 profile: Profile | None = None) -> RunResult:
-    """Run all replications of ``scenario`` (a path, dict or :class:`Scenario`)."""
+                 profile: Profile | None = None, workers: int = 1,
+                 pool: ReplicationPool | None = None) -> RunResult:
+    """Run all replications of ``scenario`` (a path, dict or :class:`Scenario`).
+
+    ``workers`` > 1 runs them on that many local processes (at most one per replication), or
+    ``pool`` on its processes; the results are identical to a serial run."""
     sc = load_scenario(scenario)
     if profile is None:
         profile = Profile.load(sc.profile, relative_to=sc.base_dir)
@@ -115,18 +184,19 @@ def run_scenario(scenario, reps: int | None = None, seed: int | None = None, pro
                        transient=True)
         bar.start()
         task = bar.add_task("reps", total=n)
+    results: list = [None] * n
     try:
-        for rep in range(n):
-            rows, samples, counters = run_replication(sc, profile, rep, seed)
-            all_rows += rows
-            for k, v in samples.items():
-                all_samples.setdefault(k, []).append(v)
-            all_counters.append(counters)
-            if bar is not None:
-                bar.advance(task)
+        advance = (lambda: bar.advance(task)) if bar is not None else (lambda: None)
+        for rep, res in _replications(sc, profile, n, seed, workers, advance, pool):
+            results[rep] = res
     finally:
         if bar is not None:
             bar.stop()
+    for rows, samples, counters in results:          # in replication order, whatever finished first
+        all_rows += rows
+        for k, v in samples.items():
+            all_samples.setdefault(k, []).append(v)
+        all_counters.append(counters)
     per_rep = pd.DataFrame(all_rows, columns=["rep", "workload", "metric", "unit", "value"])
     samples = {k: np.concatenate(v) if v else np.array([]) for k, v in all_samples.items()}
     return RunResult(sc.name, summarise(per_rep, sc.name), per_rep, samples, all_counters)

@@ -190,15 +190,17 @@ class SimulationModel:
 
     ``scenario`` is a scenario dict (or path); the base distribution specs come
     from its profile and ``[params]``; each evaluation runs ``reps``
-    replications with the same ``seed``.
+    replications with the same ``seed`` -- on ``pool`` (a
+    :class:`~ovssim.runner.ReplicationPool`) when given, with the same results.
     """
 
-    def __init__(self, scenario, params: list[Param], *, reps: int = 4, seed: int = 12345):
+    def __init__(self, scenario, params: list[Param], *, reps: int = 4, seed: int = 12345, pool=None):
         from ..profile import Profile
         from ..scenario import load_scenario
         self.scenario = load_scenario(scenario)
         self.params = params
         self.reps, self.seed = reps, seed
+        self.pool = pool
         profile = Profile.load(self.scenario.profile, relative_to=self.scenario.base_dir)
         self.base_specs = dict(profile.params)
         self.base_specs.update(self.scenario.data.get("params") or {})
@@ -210,7 +212,7 @@ class SimulationModel:
         data = copy.deepcopy(self.scenario.data)
         data.setdefault("params", {}).update(overrides_for(self.params, values, self.base_specs))
         sc = from_dict(data, file=self.scenario.file, base_dir=self.scenario.base_dir)
-        res = run_scenario(sc, reps=self.reps, seed=self.seed)
+        res = run_scenario(sc, reps=self.reps, seed=self.seed, pool=self.pool)
         self.evaluations += 1
         out = {}
         for (wl, metric), grp in res.per_rep.groupby(["workload", "metric"]):

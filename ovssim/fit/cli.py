@@ -219,6 +219,9 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
 @click.option("--where", "where", multiple=True, help="KEY=VALUE row filter selecting one configuration")
 @click.option("--reps", default=4, show_default=True, help="replications per evaluation")
 @click.option("--seed", default=12345, show_default=True, help="the common random-number seed")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="processes running each evaluation's replications (default: one per local core, at most "
+                   "--reps; the fit does not depend on it)")
 @click.option("--max-evals", default=150, show_default=True)
 @click.option("--method", type=click.Choice(["Nelder-Mead", "least_squares"]), default="Nelder-Mead",
               show_default=True, help="optimiser (scipy.optimize); least_squares needs fewer simulations "
@@ -229,8 +232,8 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
               help="relative uncertainty assumed for means printed without CI or resolution")
 @click.option("--out", "-o", type=click.Path(), help="profile path (default calibration/NAME.toml)")
 @click.option("--name", help="profile name (default: the scenario's name)")
-def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, max_evals, method, bootstrap,
-             rel_sigma, out, name):
+def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, workers, max_evals, method,
+             bootstrap, rel_sigma, out, name):
     """Calibrate model parameters so simulated metrics match measured runs (simulation-based)."""
     from .calibrate import (Param, SimulationModel, calibrate, overrides_for, parse_mapping,
                             targets_from_samples, targets_from_table)
@@ -259,9 +262,16 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
         targets += targets_from_samples(apply_where(read_campaign_samples(p), sel, file=str(data)),
                                         from_samples, rel_sigma=rel_sigma, file=str(data))
     params = [Param.parse(s) for s in param_specs]
-    model = SimulationModel(scenario_path, params, reps=reps, seed=seed)
-    with console.status(f"calibrating {len(params)} parameter(s) against {len(targets)} target(s)"):
-        res = calibrate(model, params, targets, method=method, max_evals=max_evals, bootstrap=bootstrap)
+    from ..runner import ReplicationPool, local_cores
+    workers = min(workers or local_cores(), reps)
+    pool = ReplicationPool(workers) if workers > 1 else None
+    try:
+        model = SimulationModel(scenario_path, params, reps=reps, seed=seed, pool=pool)
+        with console.status(f"calibrating {len(params)} parameter(s) against {len(targets)} target(s)"):
+            res = calibrate(model, params, targets, method=method, max_evals=max_evals, bootstrap=bootstrap)
+    finally:
+        if pool is not None:
+            pool.close()
     t = Table(title=f"calibration ({res.evaluations} simulations, objective {res.objective:.3g})")
     for c in ("parameter", "value", "std", "95% CI"):
         t.add_column(c)
