@@ -76,6 +76,12 @@ def parse_qdiscs(text: str) -> list[dict]:
             continue
         if QALIASES.get(kind, kind) not in KINDS:
             raise ConfigError(f"unknown qdisc kind {kind!r}", key="--qdiscs", fix=f"use one of: {', '.join(sorted(KINDS))}")
+        if QALIASES.get(kind, kind) in ("htb", "hfsc") and not (m.group(2) or "").strip():
+            # a bare classful name: tc's HTB/HFSC without classes would send everything unshaped (HTB's
+            # direct queue) or drop it (HFSC, no default class) -- so it stands for what Open vSwitch
+            # installs with no parameters: max-rate = the port's link speed, queue 0 as the default class
+            out.append({"type": f"linux-{QALIASES.get(kind, kind)}"})
+            continue
         spec = {"kind": kind}
         for kv in (m.group(2) or "").replace(",", " ").split():
             k, sep, v = kv.partition("=")
@@ -239,6 +245,15 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
     t = pd.DataFrame(rows)
     if t.empty:
         return Ranking(workload, metric, unit, hib, t, "")
+    # a qdisc with no value in any replication (jitter of a stream it dropped entirely, the RTT of a
+    # ping with no reply) is not ranked: it goes last, marked, and is not the "best" of anything
+    missing = t[~np.isfinite(t["mean"].to_numpy(float))]
+    t = t[np.isfinite(t["mean"].to_numpy(float))]
+    if t.empty:
+        t = missing.assign(rank=np.nan, p_value=np.nan, p_holm=np.nan, significant=False, identical=False,
+                           delta_pct=np.nan, no_data=True).reset_index(drop=True)
+        t.insert(0, "rank", t.pop("rank").astype("Int64"))
+        return Ranking(workload, metric, unit, hib, t, "")
     t = t.sort_values("mean", ascending=not hib, kind="stable").reset_index(drop=True)
     best = t["qdisc"].iloc[0]
     pvals, same = [], []
@@ -281,6 +296,12 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
     ref = t["mean"].iloc[0]
     t["delta_pct"] = (t["mean"] - ref) / abs(ref) * 100.0 if ref else np.nan
     t.insert(0, "rank", range(1, len(t) + 1))
+    t["no_data"] = False
+    if len(missing):
+        t = pd.concat([t, missing.assign(rank=np.nan, p_value=np.nan, p_holm=np.nan, significant=False,
+                                         identical=False, delta_pct=np.nan, no_data=True)],
+                      ignore_index=True)
+        t["rank"] = t["rank"].astype("Int64")
     test = "paired t-test (CRN)" if paired else "Welch t-test"
     return Ranking(workload, metric, unit, hib, t, test)
 
@@ -302,6 +323,10 @@ def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
             for col in ("rank", "qdisc", "mean", "95% CI", "vs best", "p (Holm)", "verdict"):
                 tbl.add_column(col, justify="left" if col in ("qdisc", "verdict") else "right")
             for row in r.table.itertuples():
+                if getattr(row, "no_data", False):
+                    tbl.add_row("-", escape(row.qdisc), "-", "-", "", "",
+                                "no data (nothing measured: e.g. all traffic dropped)")
+                    continue
                 if row.rank == 1:
                     verdict, p, d = "best", "", ""
                 else:

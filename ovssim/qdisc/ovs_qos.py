@@ -24,10 +24,14 @@ becomes the tc configuration ``lib/netdev-linux.c`` installs:
   (pfifo_fast) returns.
 
 A flow's ``set_queue:N`` action (``Packet.queue_id = N``) selects class
-``1:(N+1)``; traffic without a queue goes to class ``1:1`` (queue 0).  With
-no queue 0 configured, HTB sends such traffic unshaped through its direct
-queue and HFSC drops it -- as the kernel does.  Rates are bit/s (a bare
-number, as OVS writes them, or tc units such as ``"95mbit"``).
+``1:(N+1)``; traffic without a queue goes to class ``1:1`` (queue 0).  A QoS
+row without queue 0 gets one as if an empty Queue row had been given
+(``iface_configure_qos`` in vswitchd/bridge.c ends with ``netdev_set_queue(netdev,
+0, <empty>)`` when no queue 0 was configured; older releases only warned that
+"packets not directed to a correctly configured queue may be dropped", which
+HFSC did): min-rate one MTU per second, max-rate the QoS's.  Rates are bit/s (a bare number, as OVS writes them, or tc units such
+as ``"95mbit"``).  The tc form of HTB/HFSC (``kind = "htb"``) keeps the
+kernel's own rules: no default class -- HTB's direct queue, HFSC drops.
 """
 from __future__ import annotations
 
@@ -96,7 +100,7 @@ def _check_keys(what: str, d: dict, allowed: set) -> None:
 def _queues(spec: dict) -> dict[int, dict]:
     q = spec.get("queues")
     if q is None:
-        return {}
+        q = {}
     if isinstance(q, list):
         q = dict(enumerate(q))
     if not isinstance(q, dict):
@@ -117,6 +121,7 @@ def _queues(spec: dict) -> dict[int, dict]:
             extra = {k2: v for k2, v in row.items() if k2 != "other-config"}
             row = {**_norm(row["other-config"], f"queues.{qid}.other-config"), **extra}
         out[qid] = row
+    out.setdefault(0, {})          # OVS configures queue 0 when the row has none (see the module docstring)
     return out
 
 

@@ -184,7 +184,8 @@ class IperfUdp(Workload):
         lost = max(0, self.sent - self.rx)
         d = np.asarray(self.delays)
         return [Metric("throughput", thr, "Mbit/s"),
-                Metric("jitter", self.jitter.jitter * 1e3, "ms"),
+                # undefined until two datagrams arrived (iperf prints none for an empty interval)
+                Metric("jitter", self.jitter.jitter * 1e3 if self.rx >= 2 else float("nan"), "ms"),
                 Metric("loss", 100.0 * lost / self.sent if self.sent else 0.0, "%"),
                 Metric("out_of_order", float(self.out_of_order), "datagrams"),
                 Metric("delay_mean", float(d.mean() * 1e3) if d.size else float("nan"), "ms"),

@@ -52,12 +52,30 @@ def test_max_rate_defaults_to_the_link_speed():
     assert make_qdisc(spec).classes[0x1FFFE].rate * 8 == 10e9     # unknown speed: NETDEV_DEFAULT_BPS
 
 
-def test_without_queue_0_htb_sends_unshaped_and_hfsc_drops():
-    htb = make_qdisc({"type": "linux-htb", "other-config": {"max-rate": "1000000"}})
-    assert htb.classify(pkt()) is None                            # direct queue
-    port, rec, _ = run_port(htb, greedy([0], 50e6, 0.1), 100e6, until=0.2)
-    assert sum(p.size for _, p in rec.got) * 8 / 0.1 > 40e6       # far above max-rate
-    hfsc = make_qdisc({"type": "linux-hfsc", "other-config": {"max-rate": "1000000"}})
+@pytest.mark.parametrize("typ", ["linux-htb", "linux-hfsc"])
+def test_without_queue_0_ovs_configures_an_empty_one(typ):
+    """vswitchd/bridge.c iface_configure_qos: no queue 0 in the row -> netdev_set_queue(0, {}):
+    default traffic goes to class 1:1 and is shaped at the QoS's max-rate (not dropped, not unshaped)."""
+    q = make_qdisc({"type": typ, "other-config": {"max-rate": "1000000"}})
+    c = q.classes[0x10001]
+    assert q.classify(pkt()) is c
+    if typ == "linux-htb":
+        assert c.rate == 1500 and c.ceil * 8 == 1e6              # min-rate one MTU per second, ceil max-rate
+    port, rec, _ = run_port(q, greedy([0], 50e6, 2.0), 100e6, until=2.0)
+    got = rec.bytes_by(lambda p: 0, 0.5, 2.0)[0] * 8 / 1.5
+    assert abs(got / 1e6 - 1) < 0.02                              # shaped at max-rate
+    assert conserved(port.qdisc)
+    # the same row with an explicit empty queue 0 is the same configuration
+    same = make_qdisc({"type": typ, "other-config": {"max-rate": "1000000"}, "queues": {0: {}}})
+    assert sorted(same.classes) == sorted(q.classes)
+
+
+def test_tc_form_without_default_class_keeps_kernel_rules():
+    """tc's own HTB/HFSC (not through OVS): unclassified traffic takes HTB's direct queue, HFSC drops it."""
+    htb = make_qdisc({"kind": "htb", "classes": [{"classid": "1:1", "parent": "1:", "rate": "1mbit"}]})
+    assert htb.classify(pkt()) is None
+    hfsc = make_qdisc({"kind": "hfsc", "classes": [{"classid": "1:1", "parent": "1:", "sc": "1mbit",
+                                                    "ul": "1mbit"}]})
     assert not hfsc.enqueue(pkt(), 0.0)
 
 

@@ -58,6 +58,52 @@ def test_metric_names_resolve_with_aliases_and_unknown_ones_list_the_choices():
         resolve_metrics(df, ["goodput"])
 
 
+def test_a_qdisc_that_measured_nothing_is_not_ranked_best():
+    """Jitter of a stream a qdisc dropped entirely is undefined (NaN), not 0: it must not win."""
+    nan = float("nan")
+    df = _frame({"fifo": [0.015, 0.016, 0.014], "dropall": [nan, nan, nan], "sfq": [0.02, 0.021, 0.019]},
+                metric="jitter", workload="udp")
+    t = rank(df, "udp", "jitter", paired=True).table
+    assert t["qdisc"].tolist() == ["fifo", "sfq", "dropall"]
+    assert t["rank"].tolist()[:2] == [1, 2] and pd.isna(t["rank"].iloc[2])
+    assert t["no_data"].tolist() == [False, False, True]
+    assert t.set_index("qdisc").loc["sfq", "significant"]
+    from ovssim.whatif import format_rankings
+    text = format_rankings([rank(df, "udp", "jitter", paired=True)], width=160)
+    assert "no data" in text and "dropall" in text
+    only = rank(_frame({"dropall": [nan, nan]}, "jitter", "udp"), "udp", "jitter", paired=True).table
+    assert only["no_data"].all() and pd.isna(only["rank"]).all()
+
+
+def test_iperf_jitter_is_undefined_without_two_datagrams():
+    import simpy
+    from ovssim.path.base import Sink
+    from ovssim.path.endpoint import Endpoint
+    from ovssim.runner import rng_factory
+    from ovssim.workloads.base import RunContext
+    from ovssim.workloads.udp import IperfUdp
+    env = simpy.Environment()
+    src = Endpoint(env, "a", Sink(env))                  # the datagrams go nowhere
+    wl = IperfUdp(rate_bps=1e6, length=1000)
+    wl.start(RunContext(env, src, Endpoint(env, "b"), 0.1, rng_factory(1, 0)))
+    env.run(until=0.2)
+    m = {x.name: x.value for x in wl.metrics()}
+    assert wl.sent > 10 and m["loss"] == 100.0 and m["throughput"] == 0.0
+    assert np.isnan(m["jitter"])
+
+
+def test_bare_htb_and_hfsc_mean_what_ovs_installs():
+    """tc's HTB/HFSC without classes would pass everything unshaped or drop everything: a bare name in
+    --qdiscs stands for the OVS QoS type with its defaults (queue 0 as the default class)."""
+    assert parse_qdiscs("htb,hfsc") == [{"type": "linux-htb"}, {"type": "linux-hfsc"}]
+    from ovssim.packet import FlowKey, Packet
+    from ovssim.qdisc import make_qdisc
+    for spec in parse_qdiscs("htb,hfsc"):
+        q = make_qdisc(spec)
+        assert q.classify(Packet(FlowKey("a", "b"), 1000, 0.0)) is q.classes[0x10001]    # class 1:1 = queue 0
+    assert parse_qdiscs("hfsc(default=1)") == [{"kind": "hfsc", "default": 1}]   # parameters: tc form
+
+
 def test_qdisc_list_parsing():
     q = parse_qdiscs("pfifo_fast, sfq(perturb=10 quantum=1514),tbf(rate=10mbit, burst=10kb, latency=20ms)")
     assert q == [{"kind": "pfifo_fast"}, {"kind": "sfq", "perturb": 10, "quantum": 1514},
