@@ -7,7 +7,7 @@ optional except ``[scenario]``, ``[[host]]`` and ``[[workload]]``)::
     [params]     "dotted.profile.name" = value     # overrides the profile
     [[host]]     name, cores
     [[bridge]]   name, host, kind = "ovs" | "linux", chain = 1..9, link = "patch" | "veth",
-                 uplink = NIC name
+                 uplink = NIC name, datapath_type = "system" | "netdev" (OVS only; default system)
     [[vm]]       name, host, vif = "kvm-tap" | "xen-vif" | "xen-hvm-tap" | "container-veth" |
                  "bare-metal", vcpus, bridge (a bridge or chain member "br0-2"), vlan | trunks,
                  qdisc (the VIF port's egress qdisc: tc form or OVS QoS form)
@@ -34,7 +34,7 @@ SECTIONS = {"scenario", "params", "host", "bridge", "vm", "nic", "switch", "work
 KEYS = {
     "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every"},
     "host": {"name", "cores"},
-    "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows"},
+    "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows", "datapath_type"},
     "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu"},
     "nic": {"name", "host", "rate", "qdisc", "switch", "prop_delay", "vlan", "trunks", "mtu", "txqueuelen"},
     "switch": {"name", "latency", "buffer"},
@@ -212,6 +212,10 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
                        'use link = "veth" to chain Linux bridges')
         for i in range(chain):
             members[n if i == 0 else f"{n}-{i + 1}"] = n
+        dpt = b.get("datapath_type")      # OVS's; a Linux bridge ignores it (a sweep may switch the kind)
+        if dpt is not None and dpt not in ("system", "netdev"):
+            raise _err(file, f"bridge.{n}.datapath_type", f"unknown datapath_type {dpt!r}",
+                       'use "system" (the kernel datapath) or "netdev" (the userspace datapath)')
         flows = b.setdefault("flows", [])
         if flows and kind != "ovs":
             raise _err(file, f"bridge.{n}.flows", "OpenFlow rules need an OVS bridge", 'use kind = "ovs"')

@@ -8,6 +8,7 @@ replication is a pure function of (scenario, profile, seed, replication).
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 from .path.cpu import CpuPool
@@ -18,7 +19,7 @@ from .path.links import PatchPort, VethLink
 from .path.nic import Nic
 from .path.port import EgressPort
 from .path.switch import PhysicalSwitch
-from .path.vif import VifBackend, VifLatency
+from .path.vif import INLINE_KINDS, VifBackend, VifLatency
 from .packet import FlowKey, Packet
 from .profile import Profile
 from .sched import call_at
@@ -101,7 +102,10 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  latency=profile.sampler("ovs.latency", rng(f"{name}.latency")),
                                  sndbuf=int(profile.size("ovs.tx_sndbuf")),
                                  rcvbuf=int(profile.size("ovs.rx_rcvbuf")),
-                                 stall_state=_ovs_thread(b["host"]))
+                                 stall_state=_ovs_thread(b["host"]),
+                                 # netdev: ovs-vswitchd's one polling thread does every packet's work
+                                 thread_key=(zlib.crc32(f"{b['host']}.ovs-vswitchd".encode())
+                                             if b.get("datapath_type") == "netdev" else None))
             else:
                 br = LinuxBridge(env, name, cpu, forward=profile.sampler("linux_bridge.forward",
                                                                          rng(f"{name}.forward")))
@@ -145,7 +149,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         guest = host_cpu if kind in ("container-veth", "bare-metal") else CpuPool(
             env, v["vcpus"], f"{v['name']}.vcpu", backlog_limit=backlog)
         topo.guest_cpus[v["name"]] = guest
-        ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"), mtu=v["mtu"])
+        ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"), mtu=v["mtu"],
+                      inline_tx=kind in INLINE_KINDS)      # run to completion: no backend thread
         br = topo.bridges[v["bridge"]]
         vd = f"vif.{kind}"
         tx = VifBackend(env, kind, host_cpu,

@@ -41,6 +41,27 @@ def flow_key(flow) -> int:
     return k
 
 
+_CONN_KEYS: dict = {}
+
+
+def conn_key(flow) -> int:
+    """A connection's core key: the same for both directions of a 5-tuple.
+
+    Softirq work follows the connection, not the direction: on a path of veths
+    and bridges the data and the ACKs it triggers are processed in the same
+    softirq run, on one CPU (run to completion, :mod:`ovssim.path.endpoint`);
+    from a NIC, symmetric RSS hashing puts both directions on one queue.  Stable
+    across processes, cached per flow."""
+    k = _CONN_KEYS.get(flow)
+    if k is None:
+        if len(_CONN_KEYS) > 100_000:
+            _CONN_KEYS.clear()
+        a, b = (flow[0], flow[2]), (flow[1], flow[3])
+        lo, hi = (a, b) if repr(a) <= repr(b) else (b, a)
+        k = _CONN_KEYS[flow] = zlib.crc32(repr((lo, hi, flow[4])).encode())
+    return k
+
+
 class CpuPool:
     """``cores`` cores; ``serve(t, work, key)`` returns when the work is done (or None if refused).
 

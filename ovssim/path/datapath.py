@@ -56,6 +56,15 @@ delivers them.  Each :class:`OvsDatapath` has its own send socket; in OVS all
 bridges of one ovs-vswitchd share it (a chain of bridges joined by veth pairs
 would share one buffer there).
 
+Where the fast path runs (``datapath_type``, the Bridge column of that name):
+``"system"`` (the kernel datapath, default) processes a packet in the softirq
+of whoever delivered it, on the core of the packet's flow -- for a container's
+sender, its own core (run to completion, :mod:`ovssim.path.endpoint`);
+``"netdev"`` (the userspace datapath without DPDK) processes every packet in
+ovs-vswitchd's one polling thread (``thread_key``: the core of that thread,
+shared by every netdev bridge of the host), so a sender hands its packets over
+and goes on, and the thread's backlog is where they wait.
+
 Counters: ``hit``, ``missed``, ``lost``, ``flows`` -- ``ovs-dpctl show``'s --
 and, with socket buffers, ``tx_dropped`` and ``rx_dropped`` (total and per port).
 """
@@ -67,7 +76,7 @@ from ..distributions import Sampler, SumSampler
 from ..packet import VLAN_TAG
 from .afpacket import AfPacketSockets, truesize
 from .bridge import Bridge
-from .cpu import CpuPool, flow_key
+from .cpu import CpuPool, conn_key
 
 _INF = float("inf")
 
@@ -116,8 +125,11 @@ class OvsDatapath(Bridge):
                  flow_limit: int = FLOW_LIMIT, rules: list | None = None, latency: Sampler | None = None,
                  lookahead: bool = True, sndbuf: int = 0, rcvbuf: int = 0,
                  idle_stall_prob: float = 0.0, idle_stall: float = 0.004, idle_after: float = 0.004,
-                 stall_rng=None, stall_state: list | None = None):
+                 stall_rng=None, stall_state: list | None = None, thread_key: int | None = None):
         super().__init__(env, name, lookahead=lookahead)
+        # None: the kernel datapath (each flow's work on its own core); else the core key of the
+        # userspace datapath's thread, which does the work of every flow
+        self.thread_key = thread_key
         if handlers < 1 or upcall_queue < 1 or flow_limit < 1 or masks < 1:
             raise ValueError(f"{name}: handlers, upcall_queue, flow_limit and masks must be >= 1")
         self.cpu = cpu
@@ -138,7 +150,7 @@ class OvsDatapath(Bridge):
         # state among datapaths: every OVS bridge of a host runs in the same ovs-vswitchd thread.
         self._stall = stall_state if stall_state is not None else idle_stall_state(
             idle_stall_prob, idle_stall, idle_after, stall_rng, name)
-        # key -> [installed_at, last_used, queue, flow_key(flow)]
+        # key -> [installed_at, last_used, queue, core key (self._core_key(flow))]
         self.cache: OrderedDict = OrderedDict()
         # (port, flow, vlan, key, entry) of the last hit: the next packet of the same flow
         # object skips hashing its key; cleared whenever an entry leaves the cache
@@ -237,7 +249,7 @@ class OvsDatapath(Bridge):
             return
         # -- miss: upcall to ovs-vswitchd -------------------------------------------
         self.missed += 1
-        fkey = flow_key(pkt.flow)
+        fkey = self._core_key(pkt.flow)
         t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost, fkey)
         if t_miss is None:
             self.cpu_drops += 1
@@ -266,7 +278,7 @@ class OvsDatapath(Bridge):
 
         It stays charged until the datapath thread reads it, when its CPU work starts:
         the core :meth:`CpuPool.serve` will pick for this flow is free at ``max(t, free)``
-        (the same key as the cache entry's, ``flow_key(flow)``), known now -- a timed
+        (the same key as the cache entry's, :meth:`_core_key`), known now -- a timed
         release, no event."""
         rx = afp.rx[port.no]
         if rx is None:
@@ -275,7 +287,7 @@ class OvsDatapath(Bridge):
         if not rx.charge(t, ts):
             return False
         cpu = self.cpu
-        free = cpu.free[flow_key(pkt.flow) % cpu.cores]
+        free = cpu.free[self._core_key(pkt.flow) % cpu.cores]
         if free > t:
             rx.release_at(free, ts)
         else:
@@ -290,10 +302,14 @@ class OvsDatapath(Bridge):
             return
         ts = truesize(pkt.size)
         cpu = self.cpu
-        free = cpu.free[flow_key(pkt.flow) % cpu.cores]   # unchanged by the refused call
+        free = cpu.free[self._core_key(pkt.flow) % cpu.cores]   # unchanged by the refused call
         if free > t:
             rx.release(ts)
             rx.release_at(free, -ts)
+
+    def _core_key(self, flow) -> int:
+        """The core key of this flow's datapath work: its own (kernel) or the datapath thread's."""
+        return conn_key(flow) if self.thread_key is None else self.thread_key
 
     def _woken(self, t: float) -> float:
         """When the datapath thread starts on a packet that reached it at ``t`` (idle stall)."""

@@ -10,14 +10,33 @@ bind first).
 
 The endpoint's ``cpu`` (a :class:`ovssim.path.cpu.CpuPool`, optional) is where
 the tools' own per-packet send/receive work is charged.
+
+``inline_tx`` (run to completion): the endpoint shares the host's kernel -- a
+container behind a veth, a bare-metal host -- so a packet it sends is carried
+through the kernel's softirq work (veth, bridge, the kernel datapath, the peer
+veth and the receiver's stack) by the sending task itself, on its own CPU,
+before the send returns: ``dev_queue_xmit`` -> ``netif_rx`` queues the frame on
+the sender's per-CPU backlog, and ``local_bh_enable`` at the end of the
+transmit processes it at once (net/core/dev.c).  Senders on such an endpoint
+send their next packet only when their core has finished the work queued so
+far (:attr:`core_free_at`), so no backlog builds between them and a CPU-bound
+flow leaves its excess in its socket, as the kernel does.  A VM's sender
+(``kvm-tap``, Xen) hands its packets to a backend thread instead and is not
+held back.  Inside such a chain only CPU work is modelled as the sender's:
+a latency that is not CPU work (a VIF's ``backend_delay``, ``host.stack_delay``)
+leaves the core idle until the work after it starts, as a wait would.
 """
 from __future__ import annotations
 
 
 class Endpoint:
-    def __init__(self, env, name: str, out=None, *, cpu=None, vlan: int | None = None, mtu: int = 1500):
+    def __init__(self, env, name: str, out=None, *, cpu=None, vlan: int | None = None, mtu: int = 1500,
+                 inline_tx: bool = False):
+        if inline_tx and cpu is None:
+            raise ValueError(f"endpoint {name}: inline_tx (run to completion) needs the host's cpu")
         self.env = env
         self.name = name
+        self.inline_tx = inline_tx
         self.mtu = mtu              # the guest interface's MTU: TCP's MSS follows it
         self.out = out
         self.cpu = cpu
@@ -31,6 +50,11 @@ class Endpoint:
     def bind(self, proto: str, port: int, handler) -> None:
         """Deliver packets with ``flow.proto == proto`` and ``flow.dport == port`` to ``handler.put``."""
         self._handlers[(proto, port)] = handler
+
+    def core_free_at(self, key: int) -> float:
+        """When the core that runs the work of flow ``key`` (:func:`~ovssim.path.cpu.flow_key`) is free."""
+        cpu = self.cpu
+        return cpu.free[key % cpu.cores]
 
     def ephemeral_port(self) -> int:
         self._next_port += 1

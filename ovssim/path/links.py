@@ -16,7 +16,7 @@ own full datapath pass.  Seed 003 saw ~10 % less throughput at 2 bridges with
 """
 from __future__ import annotations
 
-from .cpu import CpuPool, flow_key
+from .cpu import CpuPool, conn_key
 
 
 class PatchPort:
@@ -64,7 +64,7 @@ class VethLink:
     def put(self, pkt) -> None:
         now = self.env._now
         t = pkt.t if pkt.t > now else now
-        done = self.cpu.serve(t, self.cpu_per_packet + self.cpu_per_byte * pkt.size, flow_key(pkt.flow))
+        done = self.cpu.serve(t, self.cpu_per_packet + self.cpu_per_byte * pkt.size, conn_key(pkt.flow))
         if done is None:
             self.dropped += 1
             return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..distributions import Sampler
 from .bridge import Bridge
-from .cpu import CpuPool, flow_key
+from .cpu import CpuPool, conn_key
 
 
 class LinuxBridge(Bridge):
@@ -23,7 +23,7 @@ class LinuxBridge(Bridge):
         self.cpu_drops = 0
 
     def process(self, port, pkt, vlan, t: float) -> None:
-        done = self.cpu.serve(t, self.forward_s.next(), flow_key(pkt.flow))
+        done = self.cpu.serve(t, self.forward_s.next(), conn_key(pkt.flow))
         if done is None:
             self.cpu_drops += 1
             return

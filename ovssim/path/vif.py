@@ -14,7 +14,11 @@ Kinds (profile keys ``vif.<kind>.*``):
 
 Each crossing costs host CPU (``cpu_per_packet`` + ``cpu_per_byte`` x size,
 the backend thread's copy and notification work, served by the host's
-:class:`~ovssim.path.cpu.CpuPool`) and adds a backend latency drawn from the
+:class:`~ovssim.path.cpu.CpuPool` on that thread's core; a ``container-veth``
+has no backend thread: ``veth_xmit`` and the peer's receive run in the softirq
+of whoever sent the packet, so its work goes to the core of the packet's flow,
+where the sender and the bridge work too -- see ``inline_tx`` in
+:mod:`ovssim.path.endpoint`) and adds a backend latency drawn from the
 profile (hypervisor scheduling and notification; heavy-tailed for Xen, whose
 scheduling delay seed 002 measured up to 3-7 ms against an average of 2-3 us,
 Tables VII-VIII).  Packets keep their order through a VIF: a virtqueue/ring
@@ -32,9 +36,11 @@ import zlib
 
 from ..distributions import Sampler
 from ..sched import call_at
-from .cpu import CpuPool
+from .cpu import CpuPool, conn_key
 
 VIF_KINDS = ("kvm-tap", "xen-vif", "xen-hvm-tap", "container-veth", "bare-metal")
+#: kinds whose guest shares the host's kernel: no backend thread, softirq work in the sender's context
+INLINE_KINDS = ("container-veth", "bare-metal")
 
 
 class VifLatency:
@@ -84,6 +90,8 @@ class VifBackend:
         # one backend thread per VIF direction (a vhost worker, a netback thread): its work
         # stays on one core, so the VIF never reorders a flow
         self.thread_key = zlib.crc32(f"{name}.{direction}".encode())
+        # no backend thread (a veth): the work runs in the sender's softirq, on its connection's core
+        self.inline = kind in INLINE_KINDS
         self.latency = VifLatency(env, delay, out, lookahead=lookahead, stage=f"vif.{direction}")
         self.dropped = 0
         self.packets = 0
@@ -101,7 +109,7 @@ class VifBackend:
         work = self.cpu_per_packet + self.cpu_per_byte * pkt.size
         if work <= 0.0:
             return now
-        return self.cpu.serve(now, work, self.thread_key)
+        return self.cpu.serve(now, work, conn_key(pkt.flow) if self.inline else self.thread_key)
 
     def put(self, pkt) -> None:
         now = self.env._now
@@ -111,7 +119,7 @@ class VifBackend:
         # service(pkt, t), inlined
         work = self.cpu_per_packet + self.cpu_per_byte * pkt.size
         if not work <= 0.0:
-            t = self.cpu.serve(t, work, self.thread_key)
+            t = self.cpu.serve(t, work, conn_key(pkt.flow) if self.inline else self.thread_key)
             if t is None:
                 self.dropped += 1
                 return

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from ..path.cpu import flow_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import DELACK, MAX_QUICKACKS, MAX_SACK_BLOCKS
@@ -46,7 +45,9 @@ class TcpReceiver:
         self.timestamps = timestamps
         self.app_cost = app_cost
         self.cpu = cpu
-        self.cpu_key = flow_key(sock.flow)      # the flow's core (a pure function of the 5-tuple)
+        # the reading application's recv() copies run where the scheduler puts the process: the core
+        # that is free first (not pinned -- the softirq work that queued the data is on the connection's)
+        self.cpu_key = None
         self.ack_size = tcp_frame_size(0, timestamps)
         self.rcv_nxt = 0
         self.rcv_wup = 0            # rcv_nxt when the last ACK was sent

@@ -31,6 +31,13 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   raise ``reordering`` and, when every retransmission of a recovery was
   spurious, undo its window reduction (``tcp_try_undo_recovery``).
 
+* Run to completion: on an endpoint that shares the host's kernel
+  (``Endpoint.inline_tx``: a container, bare metal) each segment's softirq
+  work -- veth, bridge, the peer's receive -- is done by the sending task
+  before it sends the next (``dev_queue_xmit`` then ``local_bh_enable``), so
+  a new segment waits until the flow's core is free; a CPU-bound sender keeps
+  its excess in the socket, not in a per-CPU backlog.
+
 Not modelled: the three-way handshake and FIN, TSO/GSO, pacing, RACK-TLP
 (Linux's default loss detection since 4.18: time-based, with a reordering
 window of min_rtt/4), F-RTO and undo after a timeout, D-SACK, the persist
@@ -41,7 +48,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from operator import itemgetter
 
-from ..path.cpu import flow_key
+from ..path.cpu import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING
@@ -87,7 +94,12 @@ class TcpSender:
         self.app_cost = app_cost      # CPU per segment the application hands to TCP
         self.call_cost = call_cost    # CPU per send() call of ``write_size`` bytes
         self.cpu = cpu
-        self.cpu_key = flow_key(sock.flow)      # the flow's core (a pure function of the 5-tuple)
+        # the sending task's core: its connection's, where the softirq work of its segments runs too
+        self.cpu_key = conn_key(sock.flow)
+        # run to completion (an inline_tx endpoint): the flow's core, as (its pool's free times, index)
+        self._rtc = ((cpu.free, self.cpu_key % cpu.cores)
+                     if cpu is not None and getattr(sock.endpoint, "inline_tx", False) else None)
+        self._rtc_at = INF                      # when a push deferred by run to completion resumes
         # sequence space (bytes, starting at 0)
         self.snd_una = 0
         self.snd_nxt = 0
@@ -189,10 +201,19 @@ class TcpSender:
         mss = self.mss
         # Every field is re-read on each pass: sending can run the peer synchronously on
         # a path without delay, and its ACK re-enters on_ack/push before this loop resumes.
+        rtc = self._rtc
         while True:
             if len(rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out >= self.cwnd:
                 self.cwnd_limited = True
                 break
+            if rtc is not None:
+                free = rtc[0][rtc[1]]
+                if free > now:                 # still carrying earlier segments through the kernel
+                    self.cwnd_limited = False
+                    if free < self._rtc_at:
+                        self._rtc_at = free
+                        call_at(self.env, free, self._rtc_resume)
+                    break
             if self.lost_out > self.retrans_out and self._retransmit_next(now):
                 continue
             seq = self.snd_nxt
@@ -226,6 +247,12 @@ class TcpSender:
             self.max_packets_out = po
         if po and self._rto_at == INF:
             self._arm_rto(now + self.rtt.backed_off(self.backoff))
+
+    def _rtc_resume(self, _=None) -> None:
+        """The flow's core is free again: send what was held back (a stale wake-up does nothing)."""
+        if self.env._now >= self._rtc_at:
+            self._rtc_at = INF
+            self.push()
 
     def _transmit(self, seq: int, n: int, now: float, new: bool) -> None:
         sock = self.sock

@@ -35,7 +35,7 @@ from .. import units
 from ..errors import ConfigError
 from ..metrics import JitterEstimator, percentile
 from ..packet import FlowKey, Packet, udp_frame_size
-from ..path.cpu import flow_key
+from ..path.cpu import conn_key, flow_key
 from ..sched import FIRE, call_at
 from .base import Metric, RunContext, Workload
 
@@ -99,7 +99,8 @@ class IperfUdp(Workload):
         self.t0 = ctx.start_at + self.start_at
         self.t_end = self.t0 + dur
         self.gap = self.length * 8.0 / self.rate_bps
-        self.thread_key = flow_key(self.flow)          # the tool's thread stays on one core
+        self.thread_key = flow_key(self.flow)          # the server's thread stays on one core
+        self.send_key = conn_key(self.flow)            # the client's: its connection's (run to completion)
         self.size = udp_frame_size(self.length)
         self.sent = 0
         self.rx = 0
@@ -110,6 +111,10 @@ class IperfUdp(Workload):
         self.jitter = JitterEstimator()
         self.delays: list[float] = []
         self.stage_samples: dict[str, list] = {}
+        # run to completion (the source shares the host's kernel: Endpoint.inline_tx): the next sendto()
+        # waits for the flow's core to finish this datagram's softirq work -- (free times, core) or None
+        cpu = ctx.src.cpu
+        self._rtc = (cpu.free, self.send_key % cpu.cores) if getattr(ctx.src, "inline_tx", False) else None
         self.send_cost = ctx.extra.get("app", {}).get("send_per_packet", 0.0)
         self.recv_cost = ctx.extra.get("app", {}).get("recv_per_packet", 0.0)
         # the timer's Call is its own argument, so _send can re-arm it (no new object per
@@ -133,7 +138,7 @@ class IperfUdp(Workload):
             # the sendto() runs on the sender's CPU: the tool cannot send the next
             # datagram before this one's system call is done (a CPU-bound iperf
             # falls behind its -b target, as the real one does)
-            done = cpu.serve(now, self.send_cost, self.thread_key)
+            done = cpu.serve(now, self.send_cost, self.send_key)
             if done is None:
                 done = now + self.send_cost
             pkt.t = done
@@ -142,6 +147,9 @@ class IperfUdp(Workload):
         self.sent = seq + 1
         src.sent += 1                  # src.send(pkt), inlined
         src.out.put(pkt)
+        rtc = self._rtc
+        if rtc is not None and rtc[0][rtc[1]] > nxt:
+            nxt = rtc[0][rtc[1]]
         # call_at(env, nxt, self._send) with the timer's own Call, which has just fired:
         # the same heap entry SimPy would get, without a new object per datagram
         if timer is None:
@@ -260,7 +268,7 @@ class Iperf3Udp(IperfUdp):
         done = now
         if self.send_cost and cpu is not None:
             # the sendto() runs on the sender's CPU; the next one cannot start before it ends
-            done = cpu.serve(now, self.send_cost, self.thread_key)
+            done = cpu.serve(now, self.send_cost, self.send_key)
             if done is None:
                 done = now + self.send_cost
             pkt.t = done
@@ -269,7 +277,11 @@ class Iperf3Udp(IperfUdp):
         src.out.put(pkt)
         green = now > t0 and (seq + 1) * self.length * 8 < self.rate_bps * (now - t0)
         self.at_tick = not green          # green light: the next sendto() right away
-        self._arm(timer, done if green else self._next_tick(now))
+        at = done if green else self._next_tick(now)
+        rtc = self._rtc
+        if rtc is not None and rtc[0][rtc[1]] > at:
+            at = rtc[0][rtc[1]]           # run to completion: this datagram's softirq work first
+        self._arm(timer, at)
 
     def _next_tick(self, now: float) -> float:
         """When the pacing timer next wakes the client: its first tick after ``now`` (ticks at

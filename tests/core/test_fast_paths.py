@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from ovssim.distributions import _BATCH, Distribution, Sampler, SumSampler
 from ovssim.packet import FlowKey, Packet
-from ovssim.path.cpu import CpuPool, flow_key
+from ovssim.path.cpu import CpuPool, conn_key
 from ovssim.path.datapath import OvsDatapath
 
 
@@ -117,14 +117,14 @@ class RefDatapath(OvsDatapath):
             self.cache.move_to_end(key)
             if entry[2] is not None:
                 pkt.queue_id = entry[2]
-            done = self.cpu.serve(t, next(self._hit_it) + mask_cost, flow_key(pkt.flow))
+            done = self.cpu.serve(t, next(self._hit_it) + mask_cost, conn_key(pkt.flow))
             if done is None:
                 self.cpu_drops += 1
                 return
             self.deliver(port, pkt, vlan, self._after_latency(done))
             return
         self.missed += 1
-        t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost, flow_key(pkt.flow))
+        t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost, conn_key(pkt.flow))
         if t_miss is None:
             self.cpu_drops += 1
             return
@@ -139,7 +139,7 @@ class RefDatapath(OvsDatapath):
             if len(self.cache) >= self.flow_limit:
                 self.cache.popitem(last=False)
                 self.evicted += 1
-            self.cache[key] = [done, done, queue, flow_key(pkt.flow)]
+            self.cache[key] = [done, done, queue, conn_key(pkt.flow)]
         self.deliver(port, pkt, vlan, self._after_latency(done + self.actions_s.next()))
 
 
