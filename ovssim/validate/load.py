@@ -182,9 +182,12 @@ def _notes(tb: TestbedResult, series: dict) -> None:
     if unshaped:
         figs = ", ".join(f"{b} {m:.2f} ms measured vs {s_:.1f} ms simulated" for b, m, s_ in unshaped)
         tb.notes.append(
-            f"**Unshaped ports** (pfifo_fast rows; mean ping RTT: {figs}): the kernel keeps the queue under a "
-            "CPU-bound TCP flow near zero -- on the Linux bridge the sender's own softirq carries each segment "
-            "through veth, bridge and veth before it sends the next (run to completion) -- while the model's "
-            "sender does not wait for that work and builds a queue in the CPU backlog; through OVS the AF_PACKET "
-            "buffers bound it (the testbed drops at vif1's receive socket, the model at the send socket). Its "
-            "unshaped RTT-under-load rows are not predictions to use.")
+            f"**Unshaped ports** (pfifo_fast rows; mean ping RTT: {figs}): the kernel keeps no queue under a "
+            "CPU-bound TCP flow on the Linux bridge -- the sender's own softirq carries each segment through "
+            "veth, bridge and veth, and the receiver's ACK back, before it sends the next (run to completion, "
+            "`ovssim/path/endpoint.py`) -- and so does the model: the probe waits for at most the segment in hand. "
+            "Through OVS the userspace datapath's one thread does the bridging: the sender hands its segments "
+            "to the AF_PACKET receive socket and goes on, and the queue and drops are at that socket (the "
+            "testbed drops at vif1's, the model too), so the RTT there depends on how the thread keeps up -- "
+            "the model's probe is faster than the measured one. The unshaped TCP throughput under this load "
+            "(4.1 Gbit/s on the Linux bridge) needs segment batching (GSO/TSO), which the model lacks.")

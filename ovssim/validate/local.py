@@ -116,7 +116,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
     params = [Param.parse("ovs.stats:scale=0.5us..200us"),
               Param.parse("vif.container-veth.cpu_per_packet=0.05us..20us"),
               Param.parse("host.stack_delay:scale=0.5us..60us"),
-              Param.parse("ovs.latency=0us..400us")]
+              Param.parse("ovs.latency=0us..400us"),
+              Param.parse("linux_bridge.forward:scale=0.1us..20us")]
     host_path, res = fit_profile(runner, settings, name="local_netns_host", configs=fit_cfgs, params=params, targets=targets,
                             data_files=[data / "results.csv.gz"] if (data / "results.csv.gz").is_file() else [],
                             description="This machine's namespace testbed (2 shared cores; OVS 3.1 netdev datapath "
@@ -124,7 +125,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
                             method_note="targets: iperf3 TCP throughput and qperf tcp_lat RTT of the 1-bridge, "
                                         "qdisc=none runs of OVS and Linux bridge; sigma = std/sqrt(n) of the runs",
                             x0={"ovs.stats:scale": 40e-6, "vif.container-veth.cpu_per_packet": 0.3e-6,
-                                "host.stack_delay:scale": 8e-6, "ovs.latency": 150e-6}, max_evals=44)
+                                "host.stack_delay:scale": 8e-6, "ovs.latency": 150e-6,
+                                "linux_bridge.forward:scale": 1e-6}, max_evals=54)
     # -- stage 2: the netdev datapath's idle stall, on the 1-bridge OVS ping mean, stage 1 held fixed ---------
     # (stage 1's targets never idle the datapath, so the stall cannot change them; the stall itself is
     # one timer tick, ovs.idle_stall in the default profile, and only its probability is fitted)
@@ -158,8 +160,9 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
     shaped = TestbedResult("local_qdiscs", "Issue 4: HTB, TBF and pfifo_fast against the real kernel (this machine)",
                            profile=str(path.relative_to(ROOT)), section="qdiscs")
     tb.split = ("Fitted on the 1-bridge unshaped runs of OVS and Linux bridge in two stages: TCP throughput and "
-                "TCP_RR RTT (4 parameters, 4 targets: OVS's CPU cost per packet, its non-CPU latency, the veth "
-                "crossing and the receive stack; `calibration/local_netns_host.toml`), then, with those fixed, "
+                "TCP_RR RTT (5 parameters, 4 targets: OVS's CPU cost per packet, its non-CPU latency, the veth "
+                "crossing, the Linux bridge's forwarding and the receive stack; "
+                "`calibration/local_netns_host.toml`), then, with those fixed, "
                 "the share of OVS datapath wake-ups after idling that stall one timer tick, on the 1-bridge OVS "
                 "ping mean (`calibration/local_netns.toml`). Held out: chains of 2 and 4 bridges (patch ports, "
                 "veth pairs) with their pings, qdisc configurations, UDP and jitter runs, the Linux bridge's pings, "

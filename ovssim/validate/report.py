@@ -30,7 +30,8 @@ RTT); a per-send() application cost (the thesis's TCP_STREAM below line rate wit
 the shape of OVS's userspace-datapath latency (its busy-path latency that is not CPU work is modelled as
 `ovs.latency` and its one-tick stall after idling as `ovs.idle_stall_prob`, both fitted; the body of the ping RTT
 distribution and its batching jitter are not); segment batching (GSO/TSO/GRO: seed 003 and seed 004's
-multi-Gbit/s cases, this machine's Linux bridge); run-to-completion softirq work under a CPU-bound sender; the
+multi-Gbit/s cases, this machine's Linux bridge: the model carries every 1448-byte segment through the kernel
+where Linux carries 64 KB); the
 shapers' timer latency (a datagram HTB holds leaves ~30 us after its tokens allow, measured here); heavy RTT
 tails that fit a calibratable family (seed 002's mixtures)."""
 
