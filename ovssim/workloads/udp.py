@@ -99,8 +99,7 @@ class IperfUdp(Workload):
         self.t0 = ctx.start_at + self.start_at
         self.t_end = self.t0 + dur
         self.gap = self.length * 8.0 / self.rate_bps
-        self.thread_key = flow_key(self.flow)          # the server's thread stays on one core
-        self.send_key = conn_key(self.flow)            # the client's: its connection's (run to completion)
+        self.send_key = conn_key(self.flow)            # the client's core: its connection's (run to completion)
         self.size = udp_frame_size(self.length)
         self.sent = 0
         self.rx = 0
@@ -116,7 +115,9 @@ class IperfUdp(Workload):
         cpu = ctx.src.cpu
         self._rtc = (cpu.free, self.send_key % cpu.cores) if getattr(ctx.src, "inline_tx", False) else None
         self.send_cost = ctx.extra.get("app", {}).get("send_per_packet", 0.0)
-        self.recv_cost = ctx.extra.get("app", {}).get("recv_per_packet", 0.0)
+        # the server's recv() per datagram and its thread's core key, one attribute (an instance with more
+        # than 30 attributes loses CPython's fast attribute access; this one is on every datagram's path)
+        self._recv = (ctx.extra.get("app", {}).get("recv_per_packet", 0.0), flow_key(self.flow))
         # the timer's Call is its own argument, so _send can re-arm it (no new object per
         # datagram, and no extra attribute: 30 would cost CPython's fast attribute access)
         timer = call_at(self.env, self.t0, self._send)
@@ -163,8 +164,9 @@ class IperfUdp(Workload):
         now = self.env._now
         t = pkt.t if pkt.t > now else now
         cpu = self.dst.cpu
-        if self.recv_cost and cpu is not None:
-            done = cpu.serve(t, self.recv_cost, self.thread_key)
+        recv_cost, key = self._recv
+        if recv_cost and cpu is not None:
+            done = cpu.serve(t, recv_cost, key)
             if done is None:
                 return                     # socket receive path refused: a drop
             t = done
