@@ -180,7 +180,7 @@ def _notes(tb: TestbedResult, series: dict) -> None:
             f"the priority).")
     unshaped = [(k.split("-")[0], *means[k]) for k in ("linux-1-pfifo_fast", "ovs-1-pfifo_fast") if k in means]
     if unshaped:
-        figs = ", ".join(f"{b} {m:.2f} ms measured vs {s_:.1f} ms simulated" for b, m, s_ in unshaped)
+        figs = ", ".join(f"{b} {m:.3g} ms measured vs {s_:.3g} ms simulated" for b, m, s_ in unshaped)
         tb.notes.append(
             f"**Unshaped ports** (pfifo_fast rows; mean ping RTT: {figs}): the kernel keeps no queue under a "
             "CPU-bound TCP flow on the Linux bridge -- the sender's own softirq carries each segment through "

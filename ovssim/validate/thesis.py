@@ -178,5 +178,9 @@ def notes(tb: TestbedResult) -> None:
             "delay into the KVM VIF (the only VIF parameter it could move). With KVM data alone the split between "
             "'VIF' and 'host/NIC' delay is not identifiable; the Docker rows show it belongs mostly to the hosts. "
             "Throughput is predicted within 3% only because the model puts every configuration at the link's "
-            "ceiling. The Docker testbed itself is undocumented (companion thesis), so these rows are weak "
-            "evidence either way.")
+            "ceiling. Its jitter is far too high for the same reason seen from the other side: the KVM fit "
+            "charges the Linux bridge tens of microseconds per packet (to reach the KVM TCP_RR RTT), and a "
+            "container's sender carries that work itself before sending its next datagram (run to completion), "
+            "so the stream's datagrams wait on one core -- the thesis's Docker jitter (a few microseconds) says "
+            "the real per-packet work is far smaller. The Docker testbed itself is undocumented (companion "
+            "thesis), so these rows are weak evidence either way.")
