@@ -78,6 +78,32 @@ def bench_ovssim(stats: dict | None = None) -> tuple[int, float]:
     return wire_end.count, wall
 
 
+class _PassThrough:
+    """An element that does nothing but hand the packet on (for the skeleton run)."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def put(self, pkt) -> None:
+        self.out.put(pkt)
+
+
+def bench_skeleton() -> tuple[int, float]:
+    """(a) with VIF, OVS and the port replaced by pass-throughs: the same source (its timer event
+    and sendto() CPU charge per datagram), Packet objects and sink -- what the path costs at least
+    before any of its three elements does any work."""
+    env = simpy.Environment()
+    rng = rng_factory(1, 0)
+    wire_end = Sink(env)
+    src = Endpoint(env, "vm1", _PassThrough(_PassThrough(_PassThrough(wire_end))), cpu=CpuPool(env, 1, "vm.vcpu"))
+    dst = Endpoint(env, "vm2", None)
+    wl = IperfUdp(rate_bps=RATE, length=LENGTH, name="udp")
+    wl.start(RunContext(env, src, dst, DURATION, rng, extra={"app": {"send_per_packet": 2e-6}}))
+    t0 = time.perf_counter()
+    run_until(env, DURATION + 0.01)
+    return wire_end.count, time.perf_counter() - t0
+
+
 def calls_per_packet() -> float:
     """Python function calls per packet in (a), counted by cProfile (slow; --calls)."""
     import cProfile
@@ -123,6 +149,14 @@ def main() -> None:
     print(f"ovssim VIF->OVS->pfifo->PIF           : {wall:7.3f} s wall, {ours:10,.0f} packets/wall-s")
     print(f"bare SimPy single-queue loop          : {base:7.3f} s wall, {theirs:10,.0f} packets/wall-s")
     print(f"ratio ovssim / bare SimPy             : {ours / theirs:6.2f}x   (target >= 2.3x and >= 300,000 packets/wall-s)")
+    ns, skel = bench_skeleton()
+    per_pkt, per_skel = wall / n * 1e6, skel / ns * 1e6
+    budget = base / n / 2.3 * 1e6
+    print(f"skeleton: elements as pass-throughs   : {skel:7.3f} s wall, {ns / skel:10,.0f} packets/wall-s "
+          f"({per_skel:.2f} us per packet)")
+    print(f"per packet: the path {per_pkt:.2f} us, its skeleton {per_skel:.2f} us, so VIF + OVS + pfifo/PIF "
+          f"{per_pkt - per_skel:.2f} us; the 2.3x target allows {budget:.2f} us in all, "
+          f"{budget - per_skel:.2f} us for the three elements")
 
 
 if __name__ == "__main__":

@@ -122,6 +122,9 @@ def bench_matrix(sample_duration: str, workers: int, full: bool, out: Path | Non
     serial = one_rep * sw.reps
     print(f"one replication of the matrix: {one_rep:.0f} CPU s; throughput per dedicated worker "
           f"{ran / one_rep:.3f} runs/s ({ran / one_rep * full_dur:.2f} simulated s per s)")
+    budget = 15 * 60 * 2 * 0.9 / (ran * sw.reps)
+    print(f"the 15-minute target on 2 workers (efficiency 0.9) allows {budget:.2f} CPU s per {full_dur:g}-s run; "
+          f"measured {one_rep / ran:.2f} on average ({one_rep / ran / budget:.1f}x the budget)")
     for w in sorted({1, 2, workers}):
         eff = 1.0 if w == 1 else 0.9
         print(f"projected full matrix ({ran * sw.reps} runs) on {w} worker(s) at efficiency {eff:.1f}: "
