@@ -85,7 +85,9 @@ def _fmt_table(summary) -> str:
 @click.option("--progress/--no-progress", default=None, help="progress display (default: when stderr is a terminal)")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="processes running replications (default: one per local core; results do not depend on it)")
-def run(scenario, reps, seed, fmt, out, profile, progress, workers):
+@click.option("--separately", is_flag=True,
+              help="run each [[workload]] on its own, as the thesis ran its tests (system rows are per test)")
+def run(scenario, reps, seed, fmt, out, profile, progress, workers, separately):
     """Run SCENARIO.toml and print throughput, RTT, jitter and loss with 95% CIs."""
     from .profile import Profile
     from .runner import local_cores, run_scenario
@@ -94,14 +96,17 @@ def run(scenario, reps, seed, fmt, out, profile, progress, workers):
     prof = Profile.load(profile or sc.profile, relative_to=sc.base_dir)
     if progress is None:
         progress = sys.stderr.isatty()
-    res = run_scenario(sc, reps=reps, seed=seed, progress=progress, profile=prof,
-                       workers=workers or local_cores())
-    if fmt == "table":
-        text = _fmt_table(res.summary)
-    elif fmt == "csv":
-        text = res.summary.to_csv(index=False)
+    kw = dict(reps=reps, seed=seed, progress=progress, profile=prof, workers=workers or local_cores())
+    if separately and len(sc.workloads) > 1:
+        summary = _run_separately(sc, kw)
     else:
-        text = json.dumps(res.summary.to_dict(orient="records"), indent=1)
+        summary = run_scenario(sc, **kw).summary
+    if fmt == "table":
+        text = _fmt_table(summary)
+    elif fmt == "csv":
+        text = summary.to_csv(index=False)
+    else:
+        text = json.dumps(summary.to_dict(orient="records"), indent=1)
     if out:
         try:
             out.write_text(text)
@@ -109,6 +114,24 @@ def run(scenario, reps, seed, fmt, out, profile, progress, workers):
             raise OvssimError(f"cannot write {out}: {exc.strerror}; choose a writable path") from None
     else:
         click.echo(text, nl=not text.endswith("\n"))
+
+
+def _run_separately(sc, kw):
+    """Each workload of ``sc`` in a run of its own; one summary (system rows named by the test)."""
+    import copy
+
+    import pandas as pd
+
+    from .runner import run_scenario
+    from .scenario import from_dict
+    parts = []
+    for wl in sc.data["workload"]:
+        data = copy.deepcopy(sc.data)
+        data["workload"] = [wl]
+        part = run_scenario(from_dict(data, file=sc.file, base_dir=sc.base_dir), **kw).summary
+        part.loc[part["workload"] == "system", "workload"] = f"system ({wl['name']})"
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
 
 
 def main(argv=None) -> int:
