@@ -241,7 +241,8 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
     rows = []
     for lab in labels:
         m, lo, hi = ci95(by[lab].to_numpy())
-        rows.append({"qdisc": lab, "mean": m, "ci95_low": lo, "ci95_high": hi, "reps": int(by[lab].notna().sum())})
+        rows.append({"qdisc": lab, "mean": m, "ci95_low": lo, "ci95_high": hi, "reps": int(by[lab].notna().sum()),
+                     "reps_run": int(len(by[lab]))})
     t = pd.DataFrame(rows)
     if t.empty:
         return Ranking(workload, metric, unit, hib, t, "")
@@ -327,6 +328,7 @@ def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
                     tbl.add_row("-", escape(row.qdisc), "-", "-", "", "",
                                 "no data (nothing measured: e.g. all traffic dropped)")
                     continue
+                full = int(r.table["reps_run"].iloc[0]) if "reps_run" in r.table else row.reps
                 if row.rank == 1:
                     verdict, p, d = "best", "", ""
                 else:
@@ -334,6 +336,8 @@ def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
                     verdict = ("worse" if row.significant else
                                "identical results" if row.identical else "no significant difference")
                     d = f"{row.delta_pct:+.2f}%" if np.isfinite(row.delta_pct) else ""
+                if row.reps < full:          # some replications gave no value: say so beside the verdict
+                    verdict += f" ({row.reps} of {full} reps have a value)"
                 tbl.add_row(str(row.rank), escape(row.qdisc), f"{row.mean:.5g}", f"[{row.ci95_low:.5g}, {row.ci95_high:.5g}]",
                             d, p, verdict)
             console.print(tbl)

@@ -217,8 +217,9 @@ class SimulationModel:
         out = {}
         for (wl, metric), grp in res.per_rep.groupby(["workload", "metric"]):
             v = grp["value"].to_numpy(float)
+            v = v[np.isfinite(v)]       # a replication with no value (the jitter of a stream it lost entirely)
             se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
-            out[(wl, metric)] = (float(v.mean()), se)
+            out[(wl, metric)] = (float(v.mean()) if v.size else float("nan"), se)
         return out
 
 
@@ -248,6 +249,10 @@ class CalibrationResult:
                               "sigma": sg, "z": (s - y) / sg} for k, (s, y, sg) in self.fitted.items()])
 
 
+#: the standardised residual of a target the simulation gave no value for: worse than any real miss
+NO_VALUE_PENALTY = 1e6
+
+
 def _residuals(model_out: dict, targets: list[Target], *, with_sim_se: bool,
                fixed_se: dict | None = None) -> np.ndarray:
     """Standardised errors ``(sim - measured) / sd``.
@@ -266,6 +271,13 @@ def _residuals(model_out: dict, targets: list[Target], *, with_sim_se: bool,
         mean, se = model_out[t.key]
         if fixed_se is not None:
             se = fixed_se.get(t.key, 0.0)
+        if not math.isfinite(se):
+            se = 0.0
+        if not math.isfinite(mean):
+            # no replication produced the metric at these parameters (e.g. every datagram lost): a large,
+            # finite penalty steers the optimiser away instead of a NaN that breaks it
+            r.append(NO_VALUE_PENALTY)
+            continue
         sd = math.sqrt(t.sigma ** 2 + (se ** 2 if (with_sim_se or fixed_se is not None) else 0.0))
         r.append((mean - t.value) / sd)
     return np.asarray(r, float)

@@ -49,8 +49,9 @@ def conn_key(flow) -> int:
 
     Softirq work follows the connection, not the direction: on a path of veths
     and bridges the data and the ACKs it triggers are processed in the same
-    softirq run, on one CPU (run to completion, :mod:`ovssim.path.endpoint`);
-    from a NIC, symmetric RSS hashing puts both directions on one queue.  Stable
+    softirq run, on one CPU (run to completion, :mod:`ovssim.path.endpoint`).
+    For frames from a NIC this is an approximation: default Toeplitz RSS is not
+    symmetric, so the two directions may land on different queues.  Stable
     across processes, cached per flow."""
     k = _CONN_KEYS.get(flow)
     if k is None:

@@ -19,7 +19,7 @@ before the send returns: ``dev_queue_xmit`` -> ``netif_rx`` queues the frame on
 the sender's per-CPU backlog, and ``local_bh_enable`` at the end of the
 transmit processes it at once (net/core/dev.c).  Senders on such an endpoint
 send their next packet only when their core has finished the work queued so
-far (:attr:`core_free_at`), so no backlog builds between them and a CPU-bound
+far (the core of their connection, :func:`~ovssim.path.cpu.conn_key`), so no backlog builds between them and a CPU-bound
 flow leaves its excess in its socket, as the kernel does.  A VM's sender
 (``kvm-tap``, Xen) hands its packets to a backend thread instead and is not
 held back.  Inside such a chain only CPU work is modelled as the sender's:
@@ -50,11 +50,6 @@ class Endpoint:
     def bind(self, proto: str, port: int, handler) -> None:
         """Deliver packets with ``flow.proto == proto`` and ``flow.dport == port`` to ``handler.put``."""
         self._handlers[(proto, port)] = handler
-
-    def core_free_at(self, key: int) -> float:
-        """When the core that runs the work of flow ``key`` (:func:`~ovssim.path.cpu.flow_key`) is free."""
-        cpu = self.cpu
-        return cpu.free[key % cpu.cores]
 
     def ephemeral_port(self) -> int:
         self._next_port += 1

@@ -29,7 +29,8 @@ row without queue 0 gets one as if an empty Queue row had been given
 (``iface_configure_qos`` in vswitchd/bridge.c ends with ``netdev_set_queue(netdev,
 0, <empty>)`` when no queue 0 was configured; older releases only warned that
 "packets not directed to a correctly configured queue may be dropped", which
-HFSC did): min-rate one MTU per second, max-rate the QoS's.  Rates are bit/s (a bare number, as OVS writes them, or tc units such
+HFSC did): min-rate at its floor (one MTU per second for HTB, 1 byte per
+second for HFSC, as lib/netdev-linux.c clamps them), max-rate the QoS's.  Rates are bit/s (a bare number, as OVS writes them, or tc units such
 as ``"95mbit"``).  The tc form of HTB/HFSC (``kind = "htb"``) keeps the
 kernel's own rules: no default class -- HTB's direct queue, HFSC drops.
 """

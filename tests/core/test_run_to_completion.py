@@ -31,10 +31,10 @@ COSTS = {"vif.{kind}.backend_delay": "0us", "vif.{kind}.cpu_per_packet": "1us", 
          "app.recv_per_packet": "2us"}
 
 
-def _scenario(kind: str, workloads: list[dict], duration: float = 0.6) -> dict:
+def _scenario(kind: str, workloads: list[dict], duration: float = 0.6, **params) -> dict:
     return {
         "scenario": {"name": f"rtc-{kind}", "duration": f"{duration}s", "reps": 1, "seed": 3, "profile": "default"},
-        "params": {k.format(kind=kind): v for k, v in COSTS.items()},
+        "params": {**{k.format(kind=kind): v for k, v in COSTS.items()}, **params},
         "host": [{"name": "h", "cores": 2}],
         "bridge": [{"name": "br", "host": "h", "kind": "linux"}],
         "vm": [{"name": "a", "host": "h", "vif": kind, "bridge": "br"},
@@ -47,8 +47,8 @@ TCP = {"name": "tcp", "tool": "iperf", "proto": "tcp", "from": "a", "to": "b", "
 PING = {"name": "ping", "tool": "ping", "from": "a", "to": "b", "c": 30, "i": "10ms", "start": "0.2s"}
 
 
-def _run(kind, workloads, duration=0.6):
-    res = run_scenario(from_dict(_scenario(kind, workloads, duration), file="rtc"), reps=1)
+def _run(kind, workloads, duration=0.6, **params):
+    res = run_scenario(from_dict(_scenario(kind, workloads, duration, **params), file="rtc"), reps=1)
     s = res.summary.set_index(["workload", "metric"])["mean"]
     return s, res.counters[0]
 
@@ -89,6 +89,12 @@ def test_a_cpu_bound_udp_sender_slows_down_instead_of_overflowing_the_backlog():
     assert counters["cpu:h"]["refused"] == 0 and s[("udp", "loss")] == 0
     per_datagram = 1470 * 8 / (s[("udp", "throughput")] * 1e6)
     assert 7e-6 * 0.98 <= per_datagram <= 9e-6 * 1.02          # 9: the server's recv() on the same core
+    # with no sendto() cost of its own the sender would offer a datagram every 2.35 us; it still waits
+    # for its core (1 + 3 + 1 = 5 us of veth and bridge work per datagram)
+    s, counters = _run("container-veth", [udp], duration=0.4, **{"app.send_per_packet": "0us"})
+    assert counters["cpu:h"]["refused"] == 0 and s[("udp", "loss")] == 0
+    per_datagram = 1470 * 8 / (s[("udp", "throughput")] * 1e6)
+    assert 5e-6 * 0.98 <= per_datagram <= 7e-6 * 1.02
 
 
 def test_conn_key_is_the_same_both_ways_and_differs_between_connections():
@@ -129,12 +135,21 @@ def test_netdev_datapath_does_every_flows_work_in_its_thread(thread_key):
 
 
 def test_datapath_type_in_scenarios():
+    from ovssim.profile import Profile
+    from ovssim.runner import rng_factory
+    from ovssim.topology import build
     sc = _scenario("container-veth", [PING])
     sc["bridge"][0]["kind"] = "ovs"
-    for dpt in ("system", "netdev"):
+    keys = {}
+    for dpt in ("system", "netdev", None):
         d = copy.deepcopy(sc)
-        d["bridge"][0]["datapath_type"] = dpt
+        if dpt is not None:
+            d["bridge"][0]["datapath_type"] = dpt
+        topo = build(simpy.Environment(), from_dict(d, file="x"), Profile.default(), rng_factory(1, 0))
+        keys[dpt] = topo.bridges["br"].thread_key
         run_scenario(from_dict(d, file="x"), reps=1)
+    assert keys["system"] is None and keys[None] is None         # the kernel datapath: per-connection cores
+    assert isinstance(keys["netdev"], int)                        # one ovs-vswitchd thread
     d = copy.deepcopy(sc)
     d["bridge"][0]["datapath_type"] = "dpdk"
     with pytest.raises(ConfigError, match="datapath_type"):

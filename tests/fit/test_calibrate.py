@@ -69,6 +69,26 @@ def test_recovers_parameters_of_a_cheap_model_within_reported_uncertainty(method
         assert res.std[lab] < 0.2 * v
 
 
+@pytest.mark.parametrize("method", ["least_squares", "Nelder-Mead"])
+def test_a_metric_missing_in_part_of_the_space_does_not_break_the_fit(method):
+    """Where the simulation gives no value (the jitter of a stream it lost entirely: NaN), the fit
+    steers away instead of failing ('residuals are not finite') or being misled by a NaN objective."""
+    ps = [Param.parse("x:scale=1us..100us")]
+
+    def model(v):
+        a = v["x:scale"] * 1e6
+        return {("w", "m"): (float("nan") if a > 60 else 2 * a, 0.01)}
+
+    # Nelder-Mead starts inside the region without a value; Gauss-Newton (which needs a slope) next to it
+    x0 = 70e-6 if method == "Nelder-Mead" else 55e-6
+    res = calibrate(model, ps, [Target("w", "m", 40.0, 0.5)], method=method, x0={"x:scale": x0})
+    assert np.isfinite(res.objective)
+    if method == "Nelder-Mead":
+        assert res.values["x:scale"] == pytest.approx(20e-6, rel=0.02)
+    else:             # its finite differences straddle the edge: it must not step over it (nor raise)
+        assert res.values["x:scale"] <= 60e-6
+
+
 def test_non_identifiable_parameters_are_reported():
     # both parameters only enter through their sum: no information to split them
     ps = [Param.parse("a=1us..100us"), Param.parse("b=1us..100us")]

@@ -71,6 +71,9 @@ def test_a_qdisc_that_measured_nothing_is_not_ranked_best():
     from ovssim.whatif import format_rankings
     text = format_rankings([rank(df, "udp", "jitter", paired=True)], width=160)
     assert "no data" in text and "dropall" in text
+    part = rank(_frame({"fifo": [0.015, 0.016, 0.014], "some": [0.001, nan, nan]}, "jitter", "udp"), "udp", "jitter",
+                paired=True)
+    assert "1 of 3 reps have a value" in format_rankings([part], width=200)
     only = rank(_frame({"dropall": [nan, nan]}, "jitter", "udp"), "udp", "jitter", paired=True).table
     assert only["no_data"].all() and pd.isna(only["rank"]).all()
 
