@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..path.cpu import flow_key
 from ..errors import ConfigError
 from ..sched import call_at
 from ..tcp.connection import connect
@@ -223,8 +222,8 @@ class NetperfTcpRR(_NetperfTcp):
             self._srv_have -= self.request
             if self.server_cost:
                 cpu = self.server.endpoint.cpu
-                done = (cpu.serve(now, self.server_cost, flow_key(self.server.flow))
-                        if cpu is not None else None)
+                # the server process's turnaround, on whichever core the scheduler finds free first
+                done = cpu.serve(now, self.server_cost, None) if cpu is not None else None
                 call_at(self.env, done if done is not None else now + self.server_cost,
                         self._respond)
             else:

@@ -35,7 +35,7 @@ from .. import units
 from ..errors import ConfigError
 from ..metrics import JitterEstimator, percentile
 from ..packet import FlowKey, Packet, udp_frame_size
-from ..path.cpu import conn_key, flow_key
+from ..path.cpu import conn_key
 from ..sched import FIRE, call_at
 from .base import Metric, RunContext, Workload
 
@@ -115,9 +115,10 @@ class IperfUdp(Workload):
         cpu = ctx.src.cpu
         self._rtc = (cpu.free, self.send_key % cpu.cores) if getattr(ctx.src, "inline_tx", False) else None
         self.send_cost = ctx.extra.get("app", {}).get("send_per_packet", 0.0)
-        # the server's recv() per datagram and its thread's core key, one attribute (an instance with more
-        # than 30 attributes loses CPython's fast attribute access; this one is on every datagram's path)
-        self._recv = (ctx.extra.get("app", {}).get("recv_per_packet", 0.0), flow_key(self.flow))
+        # the server's recv() per datagram and when its last one ended, one attribute (an instance with more
+        # than 30 attributes loses CPython's fast attribute access; this one is on every datagram's path):
+        # one thread, so one recv() at a time, on whichever core the scheduler finds free first
+        self._recv = [ctx.extra.get("app", {}).get("recv_per_packet", 0.0), 0.0]
         # the timer's Call is its own argument, so _send can re-arm it (no new object per
         # datagram, and no extra attribute: 30 would cost CPython's fast attribute access)
         timer = call_at(self.env, self.t0, self._send)
@@ -164,12 +165,12 @@ class IperfUdp(Workload):
         now = self.env._now
         t = pkt.t if pkt.t > now else now
         cpu = self.dst.cpu
-        recv_cost, key = self._recv
-        if recv_cost and cpu is not None:
-            done = cpu.serve(t, recv_cost, key)
+        recv = self._recv
+        if recv[0] and cpu is not None:
+            done = cpu.serve(t if t > recv[1] else recv[1], recv[0], None)
             if done is None:
                 return                     # socket receive path refused: a drop
-            t = done
+            t = recv[1] = done
         self.rx += 1
         self.rx_bytes += pkt.payload
         if self.first_rx is None:
