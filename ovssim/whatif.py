@@ -248,11 +248,12 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
         return Ranking(workload, metric, unit, hib, t, "")
     # a qdisc with no value in any replication (jitter of a stream it dropped entirely, the RTT of a
     # ping with no reply) is not ranked: it goes last, marked, and is not the "best" of anything
-    missing = t[~np.isfinite(t["mean"].to_numpy(float))]
-    t = t[np.isfinite(t["mean"].to_numpy(float))]
+    has_value = np.isfinite(t["mean"].to_numpy(float))
+    missing = t[~has_value].assign(rank=pd.NA, p_value=np.nan, p_holm=np.nan, significant=False, identical=False,
+                                   delta_pct=np.nan, no_data=True)
+    t = t[has_value]
     if t.empty:
-        t = missing.assign(rank=np.nan, p_value=np.nan, p_holm=np.nan, significant=False, identical=False,
-                           delta_pct=np.nan, no_data=True).reset_index(drop=True)
+        t = missing.reset_index(drop=True)
         t.insert(0, "rank", t.pop("rank").astype("Int64"))
         return Ranking(workload, metric, unit, hib, t, "")
     t = t.sort_values("mean", ascending=not hib, kind="stable").reset_index(drop=True)
@@ -299,9 +300,7 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
     t.insert(0, "rank", range(1, len(t) + 1))
     t["no_data"] = False
     if len(missing):
-        t = pd.concat([t, missing.assign(rank=np.nan, p_value=np.nan, p_holm=np.nan, significant=False,
-                                         identical=False, delta_pct=np.nan, no_data=True)],
-                      ignore_index=True)
+        t = pd.concat([t, missing], ignore_index=True)
         t["rank"] = t["rank"].astype("Int64")
     test = "paired t-test (CRN)" if paired else "Welch t-test"
     return Ranking(workload, metric, unit, hib, t, test)
