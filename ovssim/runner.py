@@ -166,7 +166,9 @@ def run_scenario(scenario, reps: int | None = None, seed: int | None = None, pro
     """Run all replications of ``scenario`` (a path, dict or :class:`Scenario`).
 
     ``workers`` > 1 runs them on that many local processes (at most one per replication), or
-    ``pool`` on its processes; the results are identical to a serial run."""
+    ``pool`` on its processes; the results are identical to a serial run.  The processes are
+    started with ``forkserver``, which imports the calling script again: a script that asks for
+    workers must guard its entry point with ``if __name__ == "__main__":``."""
     sc = load_scenario(scenario)
     if profile is None:
         profile = Profile.load(sc.profile, relative_to=sc.base_dir)
