@@ -122,15 +122,21 @@ def _run_separately(sc, kw):
 
     import pandas as pd
 
-    from .runner import run_scenario
+    from .runner import ReplicationPool, run_scenario
     from .scenario import from_dict
+    workers = min(kw.pop("workers"), sc.reps if kw.get("reps") is None else kw["reps"])
+    pool = ReplicationPool(workers) if workers > 1 else None     # one pool for all the tests
     parts = []
-    for wl in sc.data["workload"]:
-        data = copy.deepcopy(sc.data)
-        data["workload"] = [wl]
-        part = run_scenario(from_dict(data, file=sc.file, base_dir=sc.base_dir), **kw).summary
-        part.loc[part["workload"] == "system", "workload"] = f"system ({wl['name']})"
-        parts.append(part)
+    try:
+        for wl in sc.data["workload"]:
+            data = copy.deepcopy(sc.data)
+            data["workload"] = [wl]
+            part = run_scenario(from_dict(data, file=sc.file, base_dir=sc.base_dir), pool=pool, **kw).summary
+            part.loc[part["workload"] == "system", "workload"] = f"system ({wl['name']})"
+            parts.append(part)
+    finally:
+        if pool is not None:
+            pool.close()
     return pd.concat(parts, ignore_index=True)
 
 

@@ -854,7 +854,8 @@ def run_sweep(sweep, out, *, workers: int | None = None, dask: str | None = None
     ``on_run(record, done, total)`` (optional) is called after each run is stored.
     """
     sweep = load_sweep(sweep)
-    workers = workers or os.cpu_count() or 1
+    from .runner import local_cores
+    workers = workers or local_cores()      # the cores this process may use, as `ovssim run`
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}", key="--workers", fix="write --workers 2")
     store = ResultStore(Path(out), sweep, resume=resume)
