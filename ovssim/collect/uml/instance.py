@@ -137,13 +137,18 @@ class UmlInstance:
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, command: list[str] | None = None, *, env: dict | None = None,
-              cwd: str | None = None, agent: bool = False, boot_timeout: float = 60.0) -> "UmlInstance":
+              cwd: str | None = None, agent: bool = False, boot_timeout: float = 60.0,
+              files: dict | None = None) -> "UmlInstance":
+        """Boot; run ``command`` inside.  ``files`` (name -> text) are put in the work folder,
+        which the command sees as ``IO/name`` (the host's /tmp is private inside)."""
         if os.geteuid() != 0:
             raise ConfigError("a UML testbed needs root", fix="run as root, e.g. sudo ovssim ...")
         reap_stale()
         for p in self.keep:
             Path(p).mkdir(parents=True, exist_ok=True)
         self.workdir = Path(tempfile.mkdtemp(prefix=f"ovssim-{self.name}-", dir="/tmp"))
+        for fname, text in (files or {}).items():
+            (self.workdir / fname).write_text(text)
         script = init_script(self.kernel, self.workdir, command, env=env or {},
                              cwd=cwd or os.getcwd(), keep=self.keep, agent=agent, name=self.name)
         init = self.workdir / "init.sh"
