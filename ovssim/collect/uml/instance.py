@@ -53,6 +53,7 @@ MODULES = ("veth", "bridge", "openvswitch", "sch_htb", "sch_hfsc", "sch_sfq", "s
            "sch_fq_codel", "sch_tbf", "sch_prio", "sch_netem", "sch_fq", "sch_red", "sch_cake",
            "sch_ingress", "cls_u32", "cls_matchall", "act_police", "tcp_bbr")
 PR_SET_PDEATHSIG = 1
+MIN_UPTIME_S = 11.0     # see init_script: OVS's handler count needs 10 s of monotonic clock
 
 _ACTIVE: dict[str, "UmlInstance"] = {}
 
@@ -70,7 +71,8 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 def init_script(kernel: UmlKernel, workdir: Path, command: list[str] | None, *, env: dict,
-                cwd: str, keep: list[str], agent: bool, name: str) -> str:
+                cwd: str, keep: list[str], agent: bool, name: str,
+                min_uptime: float = MIN_UPTIME_S) -> str:
     """The instance's /sbin/init (POSIX sh), see the module docstring."""
     q = shlex.quote
     lines = ["#!/bin/sh", "export PATH=/usr/sbin:/usr/bin:/sbin:/bin",
@@ -97,6 +99,10 @@ def init_script(kernel: UmlKernel, workdir: Path, command: list[str] | None, *, 
               f"export PATH={mods}/bin:$PATH",
               f"for m in {' '.join(MODULES)}; do modprobe $m || echo module $m not loaded; done",
               "ip link set lo up",
+              # OVS 3.1 counts CPUs for its per-CPU upcall handlers only once CLOCK_MONOTONIC
+              # has passed its refresh period (~10 s); started earlier, ovs-vswitchd gets
+              # 0 handlers and loses every upcall (dpctl/show: lost == missed)
+              f"while [ $(cut -d. -f1 /proc/uptime) -lt {int(min_uptime)} ]; do sleep 0.2; done",
               f"echo ready > {IO}/ready"]
     for k, v in env.items():
         lines.append(f"export {k}={q(str(v))}")
