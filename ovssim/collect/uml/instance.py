@@ -144,7 +144,7 @@ class UmlInstance:
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, command: list[str] | None = None, *, env: dict | None = None,
               cwd: str | None = None, agent: bool = False, boot_timeout: float = 60.0,
-              files: dict | None = None) -> "UmlInstance":
+              files: dict | None = None, min_uptime: float | None = None) -> "UmlInstance":
         """Boot; run ``command`` inside.  ``files`` (name -> text) are put in the work folder,
         which the command sees as ``IO/name`` (the host's /tmp is private inside)."""
         if os.geteuid() != 0:
@@ -156,7 +156,8 @@ class UmlInstance:
         for fname, text in (files or {}).items():
             (self.workdir / fname).write_text(text)
         script = init_script(self.kernel, self.workdir, command, env=env or {},
-                             cwd=cwd or os.getcwd(), keep=self.keep, agent=agent, name=self.name)
+                             cwd=cwd or os.getcwd(), keep=self.keep, agent=agent, name=self.name,
+                             min_uptime=MIN_UPTIME_S if min_uptime is None else min_uptime)
         init = self.workdir / "init.sh"
         init.write_text(script)
         init.chmod(0o755)
@@ -341,13 +342,23 @@ def saved_instances() -> list[dict]:
     return out
 
 
+def _group_members(state: dict) -> list[int]:
+    """Pids of this instance's processes: in its process group and booted with its work folder
+    (the kernel's helper processes outlive a SIGKILLed leader)."""
+    pids, mark = [], state["workdir"].encode()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(d.name)) == state["pgid"] and mark in (d / "cmdline").read_bytes():
+                pids.append(int(d.name))
+        except (OSError, ProcessLookupError):
+            continue
+    return pids
+
+
 def _is_uml_group(state: dict) -> bool:
-    """The process group leader is still our linux.uml (not a recycled pid)."""
-    try:
-        cmd = Path(f"/proc/{state['pgid']}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return state["workdir"].encode() in cmd
+    return bool(_group_members(state))
 
 
 def reap_stale() -> list[str]:
@@ -357,9 +368,14 @@ def reap_stale() -> list[str]:
         if st.get("detached") and st["alive"]:
             continue
         if st["alive"] and _pid_alive(st.get("owner_pid", 0)):
-            continue
-        if st["alive"]:
-            _killpg(st["pgid"])
+            leader = Path(f"/proc/{st['pgid']}/cmdline")
+            if leader.exists() and st["workdir"].encode() in leader.read_bytes():
+                continue            # owner and kernel both alive: in use
+        for pid in _group_members(st):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         shutil.rmtree(st.get("workdir", "/nonexistent"), ignore_errors=True)
         (STATE_DIR / f"{st['name']}.json").unlink(missing_ok=True)
         reaped.append(st["name"])
