@@ -82,6 +82,18 @@ def test_instance_runs_sfq_and_the_ovs_kernel_datapath_and_leaves_the_host_uncha
     print(f"UML boot + OVS kernel datapath + ping: {wall:.1f} s")
 
 
+def gone(probe, timeout: float) -> bool:
+    """True once ``probe`` (os.kill / os.killpg with signal 0) finds no process, within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            probe()
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def test_sigkill_of_the_owner_takes_the_instance_down(tmp_path):
     """The collector is SIGKILLed while its instance runs: the kernel kills the instance
     (PR_SET_PDEATHSIG); the next start removes the state file and work folder left."""
@@ -101,24 +113,10 @@ def test_sigkill_of_the_owner_takes_the_instance_down(tmp_path):
     os.kill(pgid, 0)                       # the instance runs
     owner.send_signal(signal.SIGKILL)
     owner.wait()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:      # the kernel process itself dies with its owner
-        try:
-            os.kill(pgid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail("the UML kernel survived its owner's SIGKILL")
+    # the kernel process itself dies with its owner
+    assert gone(lambda: os.kill(pgid, 0), 15), "the UML kernel survived its owner's SIGKILL"
     assert name in reap_stale()             # its helper processes and files go at the next start
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:      # (killed helpers are reaped by pid 1, not us)
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail("UML helper processes survived reap_stale")
+    # (killed helpers are reaped by pid 1, not us)
+    assert gone(lambda: os.killpg(pgid, 0), 10), "UML helper processes survived reap_stale"
     assert not workdir.exists()
     assert name not in {s["name"] for s in saved_instances()}

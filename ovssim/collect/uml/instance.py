@@ -43,6 +43,7 @@ from pathlib import Path
 
 from ...errors import ConfigError
 from ..shell import CommandError, Result, check_name
+from ..testbed import _pid_alive
 from .kernel import UmlKernel, find_kernel
 
 STATE_DIR = Path(os.environ.get("OVSSIM_UML_STATE_DIR", "/run/ovssim-uml"))
@@ -311,16 +312,6 @@ def _pgid_alive(pgid: int | None) -> bool:
         return False
     try:
         os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
