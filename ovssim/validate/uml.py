@@ -26,6 +26,7 @@ from .load import probe_timing
 from .simulate import Config, Runner
 
 DATA = ROOT / "data" / "uml" / "2026-11-24" / "uml-schedulers"
+DATAPATH = ROOT / "data" / "uml" / "2026-11-24" / "uml-datapath"
 PROFILE = "uml_linux61"
 BASE_PROFILE = "local_netns_host"
 FITTED = ("pfifo_fast",)
@@ -185,6 +186,72 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
         summary[q] = row
     tb.notes += ranking_notes(summary)
     tb.notes += miss_notes(df, rtts, summary, window)
+    return [tb] + datapath(runner, settings)
+
+
+def _first_packet_config() -> Config:
+    """Two pings 200 ms apart through the OVS kernel datapath with no flow installed: the first
+    echo and its reply each take an upcall, the second pair hits the flow table."""
+    wl = [{"name": "ping", "from": "ns1", "to": "ns2", "start": "0s", "tool": "ping", "c": 2, "i": "200ms"}]
+    sc = variant(load_scenario_dict("local_netns.toml"), workloads=wl,
+                 **{"bridge.br": {"kind": "ovs", "chain": 1, "link": "patch", "datapath_type": "system"},
+                    "host.local": {"cores": 1}})
+    sc["scenario"]["duration"] = "0.5s"
+    return Config("uml-ovs-system: ping after a flush", sc, {})
+
+
+def datapath(runner: Runner, settings: Settings, data: Path = DATAPATH) -> list[TestbedResult]:
+    """The kernel datapath's slow path (ovssim/collect/uml/datapath.py) against the model's."""
+    import json
+    tb = TestbedResult("uml_datapath", "Issue 22: the OVS kernel datapath's slow path on Linux 6.1 (user-mode "
+                       "Linux)", profile=f"calibration/{PROFILE}.toml", section="qdiscs")
+    tb.split = ("Nothing fitted on these rows: the model's slow path is the profile's `ovs.upcall`, "
+                "`ovs.handlers`, `ovs.upcall_queue` (default profile values, not fitted to any kernel "
+                "datapath); every row is held out.")
+    if not (data / "results.json").is_file():
+        tb.notes.append(f"No kernel-datapath dataset at `{data.relative_to(ROOT)}`: collect it with "
+                        "`sudo .venv/bin/python -m ovssim.collect.uml.datapath data/uml/DATE/uml-datapath`.")
+        return [tb]
+    res = json.loads((data / "results.json").read_text())
+    cfg = _first_packet_config()
+    sim = runner.run([cfg], str(settings.calibration_dir / f"{PROFILE}.toml"), reps=30, seed=2032,
+                     sample_keys={"ping:rtt"})[cfg.label]
+    pairs = np.asarray(sim.samples.get("ping:rtt", []), float).reshape(-1, 2) * 1e3
+    for label, d in res.get("first_packet", {}).items():
+        first, second = np.asarray(d["first_ms"]), np.asarray(d["second_ms"])
+        what = "the bridge's NORMAL rule" if label == "normal" else f"{res.get('extra_rules', 0)} extra OpenFlow rules"
+        for metric, meas, simv in (("first-packet RTT", first, pairs[:, 0]),
+                                   ("flow-cache hit RTT", second, pairs[:, 1]),
+                                   ("upcall cost (first - second)", first - second, pairs[:, 0] - pairs[:, 1])):
+            y, lo, hi = mean_ci(meas)
+            s, slo, shi = mean_ci(simv)
+            tb.rows.append(Comparison(tb.name, f"ping after a flush, {what}", metric, "ms", y, lo, hi, s, slo, shi,
+                                      "held-out", "rtt", note=f"{meas.size} flushes / {simv.size} simulated"))
+    normal, rules = res.get("first_packet", {}).get("normal"), res.get("first_packet", {}).get("rules")
+    if normal and rules:
+        dn = np.mean(np.subtract(normal["first_ms"], normal["second_ms"]))
+        dr = np.mean(np.subtract(rules["first_ms"], rules["second_ms"]))
+        tb.notes.append(f"**2,000 extra OpenFlow rules** (seed 001: they barely change the lookup): the upcall "
+                        f"cost (first minus second ping) is {dn:.3f} ms with the NORMAL rule alone and {dr:.3f} ms "
+                        f"with {res.get('extra_rules')} rules matching UDP ports; the cached path (second ping) "
+                        f"{np.mean(normal['second_ms']):.3f} vs {np.mean(rules['second_ms']):.3f} ms.")
+    bursts = res.get("bursts", {})
+    if bursts:
+        tb.notes.append("**Flow setup** (2,000 new UDP flows, each its own megaflow because the extra rules match "
+                        "the destination port): " + "; ".join(
+                            f"{k}: offered {b['offered_pps']:.0f}/s, {b['upcalls']} upcalls, {b['upcalls_lost']} lost "
+                            f"before a handler, {b['flows_after']} flows installed, {b['delivered']} delivered, "
+                            f"{b['flow_setups_per_s']:.0f} setups/s" for k, b in bursts.items())
+                        + ". The model's slow path: one handler thread (`ovs.handlers` = 1) taking `ovs.upcall` "
+                          "(lognormal, median 100 us) per miss, i.e. about 10,000 setups/s, and a 1,000-upcall queue.")
+    poll = res.get("idle_poll", [])
+    if poll:
+        t0, f0 = poll[0]
+        gone = next((t for t, f in poll if f <= 2), None)
+        tb.notes.append(f"**max-idle eviction** (other_config:max-idle = {res.get('max_idle_ms')} ms): {f0} flows "
+                        f"after the burst; " + (f"the revalidator had removed them {gone - t0:.1f} s after the "
+                                               "first poll" if gone else "still present at the last poll")
+                        + " (the model removes a flow exactly `ovs.max_idle` after its last use: no revalidator period).")
     return [tb]
 
 

@@ -49,3 +49,19 @@ def test_fast_subset_not_worse_than_committed(tmp_path):
         checked += 1
         assert r.error <= o["error"] + max(r.noise, o["noise"] or 0.0) + 1e-9, (r.config, r.metric)
     assert checked >= 4
+
+
+def test_hfsc_by_tc_and_iproute2_61s_hfsc_json(monkeypatch):
+    """HFSC put on with tc (one class, sc = ul = rate), and its counters read back although
+    iproute2 6.1 prints hfsc's options as bare text inside its JSON."""
+    from ovssim.collect import qos
+    spec = qos.QdiscSpec(name="hfsc", kind="hfsc", rate=20e6)
+    root, cls = spec.tc_args()
+    assert root[-6:] == ["root", "handle", "1:", "hfsc", "default", "1"]
+    assert cls[cls.index("sc") + 1: cls.index("sc") + 3] == ["rate", "20000000bit"]
+    assert cls[cls.index("ul") + 1: cls.index("ul") + 3] == ["rate", "20000000bit"]
+    printed = ('[{"kind":"hfsc","handle":"1:","root":true,"refcnt":2,"options":{default 1 },'
+               '"bytes":1514,"packets":1,"drops":0,"overlimits":3,"requeues":0,"backlog":0,"qlen":0}]')
+    monkeypatch.setattr(qos, "run", lambda *a, **k: type("R", (), {"returncode": 0, "stdout": printed})())
+    got = qos.root_counters(qos.tc_stats([], "vif2"))
+    assert got["qdisc_bytes"] == 1514 and got["qdisc_overlimits"] == 3
