@@ -3,6 +3,7 @@
 Boots Debian's ``linux.uml`` (./setup.sh installs it); skipped, with the reason, where
 it cannot run (not root, package missing).  About 30 s in all.
 """
+import json
 import os
 import re
 import signal
@@ -120,3 +121,61 @@ def test_sigkill_of_the_owner_takes_the_instance_down(tmp_path):
     assert gone(lambda: os.killpg(pgid, 0), 10), "UML helper processes survived reap_stale"
     assert not workdir.exists()
     assert name not in {s["name"] for s in saved_instances()}
+
+
+CAMPAIGN = """\
+[campaign]
+name = "umlterm"
+repetitions = 4
+duration = "1s"
+cooldown = "0.5s"
+[testbed]
+bridge = "linux"
+[[workload]]
+name = "ping"
+tool = "ping"
+count = 20
+interval = "20ms"
+[[matrix]]
+bridge = ["linux"]
+workload = ["ping"]
+"""
+
+
+def uml_processes(name: str) -> set[int]:
+    """linux.uml processes of instance ``name`` (its work folder is in their command line)."""
+    return {int(p) for p in subprocess.run(["pgrep", "-f", f"linux.uml .*/ovssim-{name}-"], capture_output=True,
+                                           text=True).stdout.split()}
+
+
+def test_sigterm_of_the_collector_then_resume(tmp_path):
+    """SIGTERM during `ovssim collect --kernel uml`: exit 130, the instance and its files gone, the
+    finished runs kept; --resume completes the campaign without duplicates."""
+    camp = tmp_path / "umlterm.toml"
+    camp.write_text(CAMPAIGN)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "ovssim", "collect", str(camp), "--kernel", "uml", "--out", str(out)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    journal = out / "runs.jsonl"
+    deadline = time.monotonic() + 120
+    while not (journal.exists() and journal.read_text().count("\n") >= 1):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "slow"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 130
+    name = re.search(r"UML instance (\S+)", proc.stdout.read()).group(1)
+    deadline = time.monotonic() + 5
+    while uml_processes(name) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not uml_processes(name)
+    assert not [s for s in saved_instances() if s.get("purpose") == "campaign umlterm"]
+    done = journal.read_text().count("\n")
+    assert 1 <= done < 4
+    res = subprocess.run(cmd + ["--resume"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"runs: 4 in the campaign, {done} done before" in res.stdout
+    ids = [json.loads(line)["run_id"] for line in journal.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 4
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["machine"]["kernel"].startswith("6.1.") and meta["testbed_kernel"]["kind"] == "user-mode-linux"
+    assert all(s["host_paths_leaked"] == [] for s in meta["uml_sessions"])
