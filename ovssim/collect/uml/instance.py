@@ -172,13 +172,13 @@ class UmlInstance:
         _ACTIVE[self.name] = self
         self._save_state()
         try:
-            self._wait_file("ready", boot_timeout, "boot")
+            self.wait_for("ready", boot_timeout, "boot")
         except BaseException:
             self.stop(grace=0)
             raise
         return self
 
-    def _wait_file(self, name: str, timeout: float, what: str) -> Path:
+    def wait_for(self, name: str, timeout: float, what: str) -> Path:
         path = self.workdir / name
         deadline = time.monotonic() + timeout
         while not path.exists():

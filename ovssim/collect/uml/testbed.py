@@ -29,7 +29,7 @@ def up(testbed_file: str | None, *, timeout: float = 120.0) -> tuple[UmlInstance
     inst = UmlInstance(detached=True, purpose="testbed")
     inst.start(argv, env=ENV, cwd=str(PROJECT_ROOT), agent=True, files=files)
     try:
-        inst._wait_file("cmd.rc", timeout, "testbed up")
+        inst.wait_for("cmd.rc", timeout, "testbed up")
     except BaseException:
         inst.stop(grace=0)
         raise
