@@ -27,6 +27,7 @@ from .simulate import Config, Runner
 
 DATA = ROOT / "data" / "uml" / "2026-11-24" / "uml-schedulers"
 DATAPATH = ROOT / "data" / "uml" / "2026-11-24" / "uml-datapath"
+DATA_OVS = ROOT / "data" / "uml" / "2026-11-24" / "uml-schedulers-ovs"
 PROFILE = "uml_linux61"
 BASE_PROFILE = "local_netns_host"
 FITTED = ("pfifo_fast",)
@@ -51,19 +52,23 @@ def qdisc_spec(name: str) -> dict:
     raise KeyError(name)
 
 
-def _config(qdisc: str, spacing: float, start: float) -> Config:
+def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux") -> Config:
+    """``start``: the probe's first send, seconds after the load's (negative when, in a slow
+    instance, the iperf3 server took longer to listen than ``alongside_start``)."""
     n = int(WINDOW / spacing)
-    span = start + n * spacing + 0.05
-    wls = [{"name": "tcp", "from": "ns1", "to": "ns2", "start": "0s", "tool": "iperf", "proto": "tcp",
-            "C": "cubic", "P": STREAMS, "t": f"{span:.3f}s"},
-           {"name": "ping", "from": "ns1", "to": "ns2", "start": f"{start:.4f}s", "tool": "ping",
+    tcp_at, ping_at = max(0.0, -start), max(0.0, start)
+    span = ping_at + n * spacing + 0.05
+    wls = [{"name": "tcp", "from": "ns1", "to": "ns2", "start": f"{tcp_at:.4f}s", "tool": "iperf",
+            "proto": "tcp", "C": "cubic", "P": STREAMS, "t": f"{span - tcp_at:.3f}s"},
+           {"name": "ping", "from": "ns1", "to": "ns2", "start": f"{ping_at:.4f}s", "tool": "ping",
             "c": n, "i": f"{spacing * 1e3:.4f}ms"}]
     sc = variant(load_scenario_dict("local_netns.toml"), workloads=wls,
-                 **{"bridge.br": {"kind": "linux", "chain": 1, "link": "patch"},
+                 **{"bridge.br": {"kind": bridge, "chain": 1, "link": "patch", "datapath_type": "system"},
                     "vm.ns2": {"qdisc": qdisc_spec(qdisc)}, "host.local": {"cores": 1}})
+    label = f"uml-{qdisc}" if bridge == "linux" else f"uml-{bridge}-{qdisc}"
     sc["scenario"]["duration"] = f"{span:.3f}s"
-    sc["scenario"]["name"] = f"uml-{qdisc}"
-    return Config(f"uml-{qdisc}", sc, {"qdisc": qdisc, "probes": n, "spacing": spacing, "start": start})
+    sc["scenario"]["name"] = label
+    return Config(label, sc, {"qdisc": qdisc, "probes": n, "spacing": spacing, "start": start})
 
 
 def _set_window(cfg: Config, window: float) -> None:
@@ -158,10 +163,46 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
     profile_ref = str(path)
     sims = runner.run(list(cfgs.values()), profile_ref, reps=settings.reps, seed=2031,
                       sample_keys={"ping:rtt"})
+    summary = _compare(tb, cfgs, meas, sims, FITTED)
+    tb.notes += ranking_notes(summary)
+    tb.notes += miss_notes(df, rtts, summary, window)
+    return [tb] + kernel_datapath_schedulers(runner, settings, window, names) + datapath(runner, settings)
+
+
+def kernel_datapath_schedulers(runner: Runner, settings: Settings, window: float, names: list[str],
+                               data: Path = DATA_OVS) -> list[TestbedResult]:
+    """The same schedulers through the OVS kernel datapath (data/campaigns/uml-schedulers-ovs.toml):
+    every row held out, pfifo_fast included (the window was fitted on the Linux bridge's runs)."""
+    from ..collect.store import load_results, load_samples
+    tb = TestbedResult("uml_schedulers_ovs", "Issue 22: the schedulers under congestion through the OVS "
+                       "kernel datapath (user-mode Linux 6.1)", profile=f"calibration/{PROFILE}.toml",
+                       section="qdiscs")
+    tb.split = ("Nothing fitted on these rows: the window comes from the Linux bridge's pfifo_fast runs; "
+                "every row, pfifo_fast included, is held out.")
+    if not (data / "runs.jsonl").is_file():
+        tb.notes.append(f"No dataset at `{data.relative_to(ROOT)}`: collect it with `sudo ovssim collect "
+                        "data/campaigns/uml-schedulers-ovs.toml --kernel uml --out data/uml/DATE/uml-schedulers-ovs`.")
+        return [tb]
+    df = load_results(data)
+    df = df[df["status"] == "ok"]
+    rtts = load_samples(data, "rtt")
+    qs = [q for q in names if (df["qdisc"] == q).any()]
+    cfgs = {q: _config(q, *probe_timing(df, "ovs", q)[:2], bridge="ovs") for q in qs}
+    meas = {q: _measured(df, rtts, c) for q, c in cfgs.items()}
+    for c in cfgs.values():
+        _set_window(c, window)
+    sims = runner.run(list(cfgs.values()), str(settings.calibration_dir / f"{PROFILE}.toml"),
+                      reps=settings.reps, seed=2033, sample_keys={"ping:rtt"})
+    tb.notes += ranking_notes(_compare(tb, cfgs, meas, sims, ()))
+    return [tb]
+
+
+def _compare(tb: TestbedResult, cfgs: dict, meas: dict, sims: dict, fitted) -> dict:
+    """Comparison rows (throughput, mean RTT, KS of the RTTs) per scheduler; returns their means."""
     summary = {}
     for q, c in cfgs.items():
         sim, m = sims[c.label], meas[q]
-        split = "in-sample" if q in FITTED else "held-out"
+        split = "in-sample" if q in fitted else "held-out"
         simr = np.asarray(sim.samples.get("ping:rtt", []), float) * 1e3
         row = {}
         if m["thr"].size:
@@ -184,9 +225,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
             row["rtt"] = (y, s)
             row["ks"] = d
         summary[q] = row
-    tb.notes += ranking_notes(summary)
-    tb.notes += miss_notes(df, rtts, summary, window)
-    return [tb] + datapath(runner, settings)
+    return summary
 
 
 def _first_packet_config() -> Config:
