@@ -60,7 +60,7 @@ def run_campaign_uml(path, out=None, *, resume=False, overrides=None, log=print,
     inst = UmlInstance(keep=[str(out)], mem=mem, purpose=f"campaign {camp.name}")
     env = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": str(PROJECT_ROOT)}
-    t0 = time.monotonic()
+    t0, load0 = time.monotonic(), os.getloadavg()[0]
     # SIGTERM / SIGHUP end the instance like Ctrl-C does (the host collector's own rule)
     old = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -72,7 +72,7 @@ def run_campaign_uml(path, out=None, *, resume=False, overrides=None, log=print,
         inst.stop(grace=0)
         for s, h in old.items():
             signal.signal(s, h)
-    _annotate(out, inst, time.monotonic() - t0, leaks)
+    _annotate(out, inst, time.monotonic() - t0, leaks, (load0, os.getloadavg()[0]))
     if leaks:
         log(f"warning: the instance wrote into host paths it should not have: {', '.join(leaks)}")
     summary = _summary(res.stdout)
@@ -121,13 +121,15 @@ def _summary(stdout: str) -> dict | None:
     return dict(zip(keys, map(int, m.groups())))
 
 
-def _annotate(out: Path, inst: UmlInstance, wall: float, leaks: list[str]) -> None:
+def _annotate(out: Path, inst: UmlInstance, wall: float, leaks: list[str], host_load: tuple) -> None:
     meta_path = out / "metadata.json"
     if not meta_path.exists():
         return
     meta = json.loads(meta_path.read_text())
     sessions = meta.setdefault("uml_sessions", [])
-    sessions.append({"instance": inst.name, "wall_s": round(wall, 1), "host_paths_leaked": leaks})
+    # the runs' own loadavg_1min is the instance's; the host's (shared machine) is recorded here
+    sessions.append({"instance": inst.name, "wall_s": round(wall, 1), "host_paths_leaked": leaks,
+                     "host_loadavg_1min_start_end": [round(x, 2) for x in host_load]})
     meta["testbed_kernel"] = {
         "kind": "user-mode-linux", "version": inst.kernel.version, "binary": inst.kernel.binary,
         "package": f"user-mode-linux {uml_package_version()}", "memory": inst.mem, "cpus": 1,
