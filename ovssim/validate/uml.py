@@ -136,19 +136,26 @@ def _measured(df: pd.DataFrame, rtts: pd.DataFrame, cfg: Config) -> dict:
             "rtt_run": s.groupby("run_id")["value"].mean().to_numpy(float) * 1e3}
 
 
-def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
+def _load(tb: TestbedResult, data: Path, campaign: str):
+    """(ok rows, RTT samples) of a campaign directory, or None with a note saying how to collect it."""
     from ..collect.store import load_results, load_samples
+    if not (data / "runs.jsonl").is_file():
+        tb.notes.append(f"No UML dataset at `{data.relative_to(ROOT)}`: collect it with `sudo ovssim collect "
+                        f"data/campaigns/{campaign}.toml --kernel uml --out data/uml/DATE/{campaign}`.")
+        return None
+    df = load_results(data)
+    return df[df["status"] == "ok"], load_samples(data, "rtt")
+
+
+def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
     tb = TestbedResult("uml_schedulers", "Issue 22: the schedulers under congestion on a real Linux 6.1 "
                        "kernel (user-mode Linux)", profile=f"calibration/{PROFILE}.toml", section="qdiscs")
     tb.split = ("Fitted on the pfifo_fast rows only (`calibration/uml_linux61.toml`: the flows' effective "
                 "window, to their mean ping RTT under load); HTB, HFSC, SFQ, CoDel, FQ-CoDel and TBF are held out.")
-    if not (data / "runs.jsonl").is_file():
-        tb.notes.append(f"No UML dataset at `{data.relative_to(ROOT)}`: collect it with `sudo ovssim collect "
-                        "data/campaigns/uml-schedulers.toml --kernel uml --out data/uml/DATE/uml-schedulers`.")
+    loaded = _load(tb, data, "uml-schedulers")
+    if loaded is None:
         return [tb]
-    df = load_results(data)
-    df = df[df["status"] == "ok"]
-    rtts = load_samples(data, "rtt")
+    df, rtts = loaded
     names = [q for q in FITTED + HELD_OUT if (df["qdisc"] == q).any()]
     if settings.fast:
         names = [q for q in names if q in ("pfifo_fast", "fq_codel")]
@@ -175,19 +182,15 @@ def kernel_datapath_schedulers(runner: Runner, settings: Settings, window: float
                                data: Path = DATA_OVS) -> list[TestbedResult]:
     """The same schedulers through the OVS kernel datapath (data/campaigns/uml-schedulers-ovs.toml):
     every row held out, pfifo_fast included (the window was fitted on the Linux bridge's runs)."""
-    from ..collect.store import load_results, load_samples
     tb = TestbedResult("uml_schedulers_ovs", "Issue 22: the schedulers under congestion through the OVS "
                        "kernel datapath (user-mode Linux 6.1)", profile=f"calibration/{PROFILE}.toml",
                        section="qdiscs")
     tb.split = ("Nothing fitted on these rows: the window comes from the Linux bridge's pfifo_fast runs; "
                 "every row, pfifo_fast included, is held out.")
-    if not (data / "runs.jsonl").is_file():
-        tb.notes.append(f"No dataset at `{data.relative_to(ROOT)}`: collect it with `sudo ovssim collect "
-                        "data/campaigns/uml-schedulers-ovs.toml --kernel uml --out data/uml/DATE/uml-schedulers-ovs`.")
+    loaded = _load(tb, data, "uml-schedulers-ovs")
+    if loaded is None:
         return [tb]
-    df = load_results(data)
-    df = df[df["status"] == "ok"]
-    rtts = load_samples(data, "rtt")
+    df, rtts = loaded
     qs = [q for q in names if (df["qdisc"] == q).any()]
     cfgs = {q: _config(q, *probe_timing(df, "ovs", q)[:2], bridge="ovs") for q in qs}
     meas = {q: _measured(df, rtts, c) for q, c in cfgs.items()}
