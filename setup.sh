@@ -8,7 +8,10 @@ cd "$(dirname "$0")"
 run_example=1
 [[ "${1:-}" == "--no-example" ]] && run_example=0
 
-SYSTEM_PACKAGES=(openvswitch-switch iperf3 iperf sockperf qperf ethtool iproute2 iputils-ping procps)
+SYSTEM_PACKAGES=(openvswitch-switch iperf3 iperf sockperf qperf ethtool iproute2 iputils-ping procps
+                 user-mode-linux)
+# user-mode-linux: the Linux 6.1 kernel (linux.uml) and its modules under /usr/lib/uml/modules for
+# `ovssim collect/testbed --kernel uml` (every qdisc, the OVS kernel datapath; never touches /lib/modules)
 # netperf is not in Debian main; the collector uses it when a netperf binary is present.
 
 need_apt=()

@@ -29,7 +29,10 @@ def _fail(exc: OvssimError):
 @click.option("--repetitions", type=int, default=None, help="override [campaign] repetitions")
 @click.option("--duration", default=None, help='override [campaign] duration, e.g. "3s"')
 @click.option("--no-progress", is_flag=True, help="no progress display")
-def collect(campaign_file, out, resume, repetitions, duration, no_progress):
+@click.option("--kernel", type=click.Choice(["host", "uml"]), default="host", show_default=True,
+              help="host: this machine's kernel; uml: a user-mode-Linux 6.1 instance (every qdisc, "
+                   "the OVS kernel datapath)")
+def collect(campaign_file, out, resume, repetitions, duration, no_progress, kernel):
     """Run a measurement CAMPAIGN_FILE (TOML) through a real OVS / Linux bridge testbed."""
     from .campaign import run_campaign
     over = {}
@@ -38,8 +41,13 @@ def collect(campaign_file, out, resume, repetitions, duration, no_progress):
     if duration is not None:
         over["duration"] = duration
     try:
-        summary = run_campaign(campaign_file, out, resume=resume, progress=not no_progress,
-                               overrides=over, log=lambda m: click.echo(m, err=True))
+        if kernel == "uml":
+            from .uml.collect import run_campaign_uml
+            summary = run_campaign_uml(campaign_file, out, resume=resume, overrides=over,
+                                       log=lambda m: click.echo(m, err=True))
+        else:
+            summary = run_campaign(campaign_file, out, resume=resume, progress=not no_progress,
+                                   overrides=over, log=lambda m: click.echo(m, err=True))
     except OvssimError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -70,9 +78,22 @@ def testbed():
 
 @testbed.command("up")
 @click.argument("testbed_file", required=False, type=click.Path(dir_okay=False))
-def testbed_up(testbed_file):
+@click.option("--kernel", type=click.Choice(["host", "uml"]), default="host", show_default=True,
+              help="host: this machine's kernel; uml: a user-mode-Linux 6.1 instance (every qdisc, "
+                   "the OVS kernel datapath)")
+def testbed_up(testbed_file, kernel):
     """Build the testbed described by TESTBED_FILE (default: 2 VMs, one OVS bridge)."""
     from . import testbed as tbmod
+    if kernel == "uml":
+        from .uml import testbed as umltb
+        try:
+            inst, text = umltb.up(testbed_file)
+        except OvssimError as exc:
+            _fail(exc)
+        click.echo(f"UML instance {inst.name} ({inst.kernel.describe()}) is up; inside it:")
+        click.echo(text.rstrip())
+        click.echo(f"  run commands in it: ovssim testbed exec {inst.name} -- CMD ...")
+        return
     try:
         spec, prefix = _load_testbed_file(testbed_file)
         tb = tbmod.Testbed(spec, prefix=prefix).up()
@@ -101,9 +122,20 @@ def testbed_up(testbed_file):
 @testbed.command("down")
 @click.argument("name", required=False)
 @click.option("--all", "all_", is_flag=True, help="remove every testbed ovssim built")
-def testbed_down(name, all_):
+@click.option("--kernel", type=click.Choice(["host", "uml"]), default="host", show_default=True,
+              help="host: this machine's kernel; uml: a user-mode-Linux 6.1 instance (every qdisc, "
+                   "the OVS kernel datapath)")
+def testbed_down(name, all_, kernel):
     """Remove testbed NAME (or the only one, or --all)."""
     from . import testbed as tbmod
+    if kernel == "uml":
+        from .uml import testbed as umltb
+        try:
+            names = umltb.down(name, all_)
+        except OvssimError as exc:
+            _fail(exc)
+        click.echo("\n".join(f"UML testbed {n} removed" for n in names) or "no UML testbed is up")
+        return
     states = tbmod.saved_testbeds()
     if name:
         states = [s for s in states if s["name"] == name]
@@ -121,9 +153,20 @@ def testbed_down(name, all_):
 
 @testbed.command("status")
 @click.argument("testbed_file", required=False, type=click.Path(dir_okay=False))
-def testbed_status(testbed_file):
+@click.option("--kernel", type=click.Choice(["host", "uml"]), default="host", show_default=True,
+              help="host: this machine's kernel; uml: a user-mode-Linux 6.1 instance (every qdisc, "
+                   "the OVS kernel datapath)")
+def testbed_status(testbed_file, kernel):
     """Show the testbeds that are up and what this machine supports."""
     import os
+    if kernel == "uml":
+        from .uml import testbed as umltb
+        from .uml.kernel import find_kernel, unavailable_reason
+        why = unavailable_reason()
+        click.echo("UML kernel: " + (f"unavailable: {why}" if why else find_kernel().describe()))
+        for line in umltb.status() or ["no UML instance is up"]:
+            click.echo(line)
+        return
     from .ovs import kernel_datapath_available
     from .qos import KNOWN_KINDS, probe_qdiscs
     from . import testbed as tbmod
@@ -140,6 +183,22 @@ def testbed_status(testbed_file):
             click.echo(f"qdisc {kind:10s} {'available' if ok else 'UNAVAILABLE: ' + why}")
     else:
         click.echo("qdisc availability: run as root to probe")
+
+
+@testbed.command("exec", context_settings={"ignore_unknown_options": True})
+@click.argument("name")
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--timeout", type=float, default=300.0, help="seconds to wait for the command")
+def testbed_exec(name, argv, timeout):
+    """Run a command inside UML testbed NAME (from `ovssim testbed up --kernel uml`)."""
+    from .uml import testbed as umltb
+    try:
+        res = umltb.exec_(name, list(argv), timeout=timeout)
+    except OvssimError as exc:
+        _fail(exc)
+    click.echo(res.stdout, nl=False)
+    click.echo(res.stderr, nl=False, err=True)
+    sys.exit(res.returncode)
 
 
 @click.command("import-data")

@@ -138,6 +138,13 @@ class QdiscSpec:
                 cls += ["burst", str(int(self.burst)), "cburst", str(int(self.burst))]
             leaf = [["qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", self.leaf]] if self.leaf else []
             return [root + ["handle", "1:", "htb", "default", "1"], cls, *leaf]
+        if self.kind == "hfsc" and self.rate:
+            # one class 1:1 with a linear service curve = upper limit = rate (what OVS's
+            # linux-hfsc builds, lib/netdev-linux.c hfsc_setup_class__), every packet in it
+            r = f"{int(self.rate)}bit"
+            return [root + ["handle", "1:", "hfsc", "default", "1"],
+                    ["class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "hfsc",
+                     "sc", "rate", r, "ul", "rate", r]]
         if self.kind in ("pfifo", "bfifo") and self.limit:
             return [root + [self.kind, "limit", str(int(self.limit))]]
         return [root + [self.kind]]
@@ -148,7 +155,14 @@ def tc_stats(prefix: list[str], dev: str) -> list[dict]:
     res = run(prefix + ["tc", "-s", "-j", "qdisc", "show", "dev", dev], check=False, timeout=10)
     if res.returncode != 0 or not res.stdout.strip():
         return []
-    return json.loads(res.stdout)
+    try:
+        return json.loads(res.stdout)
+    except ValueError:
+        # iproute2 6.1 prints hfsc's options as bare text in its JSON ("options":{default 1 });
+        # keep that text as a string so the counters can still be read
+        fixed = re.sub(r'"options":\{([^"{}]*)\}', lambda m: json.dumps({"raw": m.group(1).strip()})
+                       .join(('"options":', '')), res.stdout)
+        return json.loads(fixed)
 
 
 def tc_classes(prefix: list[str], dev: str) -> list[dict]:

@@ -1,0 +1,67 @@
+"""The UML schedulers section: the simulated qdiscs are the campaign's, and its fast subset stays as good
+as the committed validation/uml_report.json (no UML needed: it reads data/uml)."""
+import json
+import math
+
+import pytest
+
+from ovssim import units
+from ovssim.collect.campaign import load_campaign
+from ovssim.validate import uml
+from ovssim.validate.base import ROOT, Settings
+from ovssim.validate.simulate import Runner
+
+CAMPAIGN = ROOT / "data" / "campaigns" / "uml-schedulers.toml"
+COMMITTED = ROOT / "validation" / "uml_report.json"
+
+
+def test_simulated_qdiscs_are_the_campaigns():
+    """Kind, rate and leaf of every simulated configuration match what the collector installed."""
+    camp = load_campaign(CAMPAIGN)
+    specs = {rc.qdisc.name: rc.qdisc for rc in camp.configs}
+    assert set(specs) == set(uml.FITTED + uml.HELD_OUT)
+    for name, q in specs.items():
+        sim = uml.qdisc_spec(name)
+        assert sim["kind"] == q.kind
+        rate = sim.get("rate") or sim["classes"][0].get("ceil") or sim["classes"][0]["ul"]
+        assert units.rate(rate) == q.rate
+        if q.kind == "htb":
+            leaf = sim["classes"][0]["qdisc"]["kind"]
+            assert leaf == (q.leaf or "pfifo")          # tc gives an htb class pfifo by default
+        if q.kind == "tbf":
+            assert sim["burst"] == q.tbf_burst()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not COMMITTED.is_file() or not (uml.DATA / "runs.jsonl").is_file(),
+                    reason="no committed UML dataset / report")
+def test_fast_subset_not_worse_than_committed(tmp_path):
+    committed = json.loads(COMMITTED.read_text())
+    old = {(name, r["config"], r["metric"]): r for name, tb in committed["testbeds"].items() for r in tb["rows"]}
+    settings = Settings(fit=False, fast=True, reps=committed["settings"]["reps"], workers=1, figures_dir=tmp_path)
+    with Runner(1) as runner:
+        results = uml.run(runner, settings)
+    checked = 0
+    for r in (r for tb in results for r in tb.rows):
+        o = old.get((r.testbed, r.config, r.metric))
+        if o is None or o["error"] is None or not math.isfinite(r.error):
+            continue
+        checked += 1
+        assert r.error <= o["error"] + max(r.noise, o["noise"] or 0.0) + 1e-9, (r.config, r.metric)
+    assert checked >= 4
+
+
+def test_hfsc_by_tc_and_iproute2_61s_hfsc_json(monkeypatch):
+    """HFSC put on with tc (one class, sc = ul = rate), and its counters read back although
+    iproute2 6.1 prints hfsc's options as bare text inside its JSON."""
+    from ovssim.collect import qos
+    spec = qos.QdiscSpec(name="hfsc", kind="hfsc", rate=20e6)
+    root, cls = spec.tc_args()
+    assert root[-6:] == ["root", "handle", "1:", "hfsc", "default", "1"]
+    assert cls[cls.index("sc") + 1: cls.index("sc") + 3] == ["rate", "20000000bit"]
+    assert cls[cls.index("ul") + 1: cls.index("ul") + 3] == ["rate", "20000000bit"]
+    printed = ('[{"kind":"hfsc","handle":"1:","root":true,"refcnt":2,"options":{default 1 },'
+               '"bytes":1514,"packets":1,"drops":0,"overlimits":3,"requeues":0,"backlog":0,"qlen":0}]')
+    monkeypatch.setattr(qos, "run", lambda *a, **k: type("R", (), {"returncode": 0, "stdout": printed})())
+    got = qos.root_counters(qos.tc_stats([], "vif2"))
+    assert got["qdisc_bytes"] == 1514 and got["qdisc_overlimits"] == 3
