@@ -6,19 +6,27 @@ parse arguments and call the library; errors are :class:`ovssim.errors.OvssimErr
 """
 from __future__ import annotations
 
-import json
 import sys
-import tomllib
 from pathlib import Path
 
 import click
 
 from ..errors import ConfigError, OvssimError
+from ..tomlfile import read_toml
+from .signals import signals_interrupt
 
 
-def _fail(exc: OvssimError):
-    click.echo(f"error: {exc}", err=True)
+def _fail(exc: Exception):
+    """One line, the form every ovssim command uses, and exit status 2."""
+    if isinstance(exc, OSError) and not isinstance(exc, OvssimError):
+        exc = f"{exc.filename + ': ' if exc.filename else ''}{exc.strerror or exc} -- fix: check the path and its permissions"
+    click.echo("ovssim: error: " + " ".join(str(exc).split()), err=True)
     sys.exit(2)
+
+
+def _interrupted():
+    click.echo("ovssim: interrupted: finished runs are saved; complete them with --resume", err=True)
+    sys.exit(130)
 
 
 @click.command("collect")
@@ -38,28 +46,28 @@ def collect(campaign_file, out, resume, repetitions, duration, no_progress):
     if duration is not None:
         over["duration"] = duration
     try:
-        summary = run_campaign(campaign_file, out, resume=resume, progress=not no_progress,
-                               overrides=over, log=lambda m: click.echo(m, err=True))
-    except OvssimError as exc:
+        with signals_interrupt():
+            summary = run_campaign(campaign_file, out, resume=resume, progress=not no_progress,
+                                   overrides=over, log=lambda m: click.echo(m, err=True))
+    except (OvssimError, OSError) as exc:
         _fail(exc)
     except KeyboardInterrupt:
-        click.echo("interrupted: finished runs are saved; complete them with --resume", err=True)
-        sys.exit(130)
+        _interrupted()
     click.echo(f"runs: {summary['total']} in the campaign, {summary['previously_done']} done "
                f"before, now ok {summary['ok']}, failed {summary['failed']}, "
                f"skipped {summary['skipped']}")
 
 
 def _load_testbed_file(path):
-    from .testbed import TestbedSpec
+    from .testbed import TestbedSpec, check_prefix
     if path is None:
         return TestbedSpec(), "ovss"
-    try:
-        doc = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read testbed file: {exc}", file=str(path)) from None
-    tb = dict(doc.get("testbed", doc))
-    prefix = tb.pop("prefix", "ovss")
+    doc = read_toml(path, "testbed", "give a testbed .toml file (see data/README.md)")
+    tb = doc.get("testbed", doc)
+    if not isinstance(tb, dict):
+        raise ConfigError("[testbed] must be a table", file=str(path), key="testbed")
+    tb = dict(tb)
+    prefix = check_prefix(tb.pop("prefix", "ovss"), file=str(path), key="testbed.prefix")
     return TestbedSpec.from_dict(tb, file=str(path)), prefix
 
 
@@ -75,18 +83,21 @@ def testbed_up(testbed_file):
     from . import testbed as tbmod
     try:
         spec, prefix = _load_testbed_file(testbed_file)
-        tb = tbmod.Testbed(spec, prefix=prefix).up()
-        tb.wait_ready()
-    except OvssimError as exc:
+        with signals_interrupt():
+            for name in tbmod.reap_stale():
+                click.echo(f"removed testbed {name} left by a killed process", err=True)
+            tb = tbmod.Testbed(spec, prefix=prefix).up()
+            try:
+                tb.wait_ready()
+                tb.detach()      # hand it over to `ovssim testbed down`: it outlives this process
+            except BaseException:
+                tb.down()
+                raise
+    except (OvssimError, OSError) as exc:
         _fail(exc)
-    # hand the testbed over to `ovssim testbed down`: it outlives this process
-    state_file = tbmod.STATE_DIR / f"{tb.name}.json"
-    st = json.loads(state_file.read_text())
-    st["detached"] = True
-    state_file.write_text(json.dumps(st, indent=1))
-    tbmod._ACTIVE.pop(tb.name, None)
-    if tb.ovs is not None:
-        tb.ovs._procs.clear()   # leave the daemons running
+    except KeyboardInterrupt:
+        click.echo("ovssim: interrupted: nothing was left up", err=True)
+        sys.exit(130)
     click.echo(f"testbed {tb.name} is up ({spec.bridge}, chain {spec.chain}, "
                f"datapath {spec.resolved_datapath()})")
     for i, (ns, ip) in enumerate(zip(tb.vm_ns, tb.vm_ip), start=1):
@@ -100,23 +111,35 @@ def testbed_up(testbed_file):
 
 @testbed.command("down")
 @click.argument("name", required=False)
-@click.option("--all", "all_", is_flag=True, help="remove every testbed ovssim built")
-def testbed_down(name, all_):
-    """Remove testbed NAME (or the only one, or --all)."""
+@click.option("--all", "all_", is_flag=True, help="remove every testbed no live process owns")
+@click.option("--force", is_flag=True, help="also remove testbeds a running collector still uses")
+def testbed_down(name, all_, force):
+    """Remove testbed NAME (or the only one, or --all).
+
+    A testbed a live ``ovssim collect`` still uses is left alone unless --force."""
     from . import testbed as tbmod
     states = tbmod.saved_testbeds()
     if name:
         states = [s for s in states if s["name"] == name]
     if not states:
+        if name:
+            _fail(OvssimError(f"no ovssim testbed named {name!r} is up -- fix: see 'ovssim testbed status'"))
         click.echo("no ovssim testbed is up")
         return
     if len(states) > 1 and not all_ and not name:
-        click.echo("several testbeds are up: " + ", ".join(s["name"] for s in states)
-                   + "; name one or pass --all", err=True)
-        sys.exit(2)
-    for st in states:
-        tbmod.teardown_saved(st)
-        click.echo(f"testbed {st['name']} removed")
+        _fail(OvssimError("several testbeds are up: " + ", ".join(s["name"] for s in states)
+                          + " -- fix: name one or pass --all"))
+    busy = [] if force else [s for s in states if tbmod.owner_alive(s)]
+    with signals_interrupt():
+        for st in states:
+            if st in busy:
+                click.echo(f"testbed {st['name']} kept: collector pid {st['owner_pid']} still uses it "
+                           "(stop it, or pass --force)", err=True)
+                continue
+            tbmod.teardown_saved(st)
+            click.echo(f"testbed {st['name']} removed")
+    if busy:
+        sys.exit(1)
 
 
 @testbed.command("status")
@@ -154,6 +177,6 @@ def import_data(files, out, name, unit, column):
     from .importers import import_files
     try:
         n = import_files(files, out, campaign=name, unit=unit, column=column)
-    except OvssimError as exc:
+    except (OvssimError, OSError) as exc:
         _fail(exc)
     click.echo(f"imported {n} run(s) into {out}")

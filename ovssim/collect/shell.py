@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ..errors import ConfigError, OvssimError
 
 _IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")          # IFNAMSIZ-1 = 15
-_NSNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NSNAME_MAX = 64                     # our own limit for namespace names (ip netns allows NAME_MAX)
+_NSNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}$" % (NSNAME_MAX - 1))
 _HOST = re.compile(r"^(?:[A-Za-z0-9_.-]+@)?[A-Za-z0-9][A-Za-z0-9.:-]{0,253}$")
 
 
