@@ -30,7 +30,7 @@ from ..errors import ConfigError, DataError
 from . import bounds
 from .qos import AppliedQos, QdiscSpec, QosError, probe_qdiscs, root_counters, tc_stats
 from .signals import signals_interrupt
-from .shell import CommandError, check_name, run, tool_version, which
+from .shell import CommandError, check_name, run, ssh_prefix, tool_version, which
 from .store import CampaignStore, atomic_write_text
 from .testbed import Testbed, TestbedSpec, check_prefix, reap_stale
 from .tools import Target, ToolFailed
@@ -238,6 +238,11 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
     """Read and validate a campaign file (TOML)."""
     path = Path(path)
     try:
+        if path.exists() and not path.is_file():
+            raise ConfigError("cannot read campaign file: not a regular file", file=str(path),
+                              fix="give a campaign .toml file")
+        if path.stat().st_size > 1 << 20:
+            raise ConfigError("larger than 1 MB: not a campaign file", file=str(path))
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read campaign file: {exc.strerror}", file=str(path)) from None
@@ -245,6 +250,8 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
         doc = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    except RecursionError:
+        raise ConfigError("not a campaign file: values nested too deeply", file=str(path)) from None
     f = str(path)
     for k in doc:
         if k not in ("campaign", "testbed", "endpoints", "qdisc", "workload", "matrix"):
@@ -375,22 +382,26 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
 
 
 def _check_endpoints(e: dict, f: str) -> dict:
-    """``client``/``server`` are command prefixes (lists); ``server_ip`` the server's address."""
+    """Each side is an ssh destination ``"[user@]host[:port]"`` (also as ``["ssh", "..."]``) or a
+    local namespace ``["ip", "netns", "exec", NAME]``; ``server_ip`` the server's address.
+
+    Nothing else: a campaign file must not run an arbitrary local command (README: campaign
+    files are trusted input like a Makefile, and still only these two forms are accepted)."""
+    if not isinstance(e, dict) or set(e) - {"client", "server", "server_ip"}:
+        raise ConfigError("[endpoints] takes client, server and server_ip", file=f, key="endpoints")
     out = {}
     for side in ("client", "server"):
-        pre = e.get(side, [])
-        if not isinstance(pre, list) or not all(isinstance(x, str) for x in pre):
-            raise ConfigError(f"endpoints.{side} must be a list of strings (a command prefix)",
-                              file=f, key=f"endpoints.{side}",
-                              fix='e.g. ["ip", "netns", "exec", "vm1"] or ["ssh", "user@host"]')
-        if pre[:1] == ["ssh"]:
-            check_name(pre[-1], "host", file=f, key=f"endpoints.{side}")
-        if pre[:3] == ["ip", "netns", "exec"]:
-            if len(pre) != 4:
-                raise ConfigError("ip netns exec needs exactly one namespace name", file=f,
-                                  key=f"endpoints.{side}")
-            check_name(pre[3], "namespace", file=f, key=f"endpoints.{side}")
-        out[side] = pre
+        key = f"endpoints.{side}"
+        pre = e.get(side)
+        if isinstance(pre, str):
+            out[side] = ssh_prefix(pre, file=f, key=key)
+        elif isinstance(pre, list) and len(pre) == 2 and pre[0] == "ssh":
+            out[side] = ssh_prefix(pre[1], file=f, key=key)
+        elif isinstance(pre, list) and len(pre) == 4 and pre[:3] == ["ip", "netns", "exec"]:
+            out[side] = ["ip", "netns", "exec", check_name(pre[3], "namespace", file=f, key=key)]
+        else:
+            raise ConfigError(f"{side} must be an ssh destination or a local namespace, not {pre!r}",
+                              file=f, key=key, fix='write "user@host[:port]" or ["ip", "netns", "exec", "NAME"]')
     ip = e.get("server_ip")
     import ipaddress
     try:

@@ -30,7 +30,7 @@ def _interrupted():
 
 
 @click.command("collect")
-@click.argument("campaign_file", type=click.Path(dir_okay=False))
+@click.argument("campaign_file", type=click.Path())
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="output directory (default data/local/<campaign name>)")
 @click.option("--resume", is_flag=True, help="complete an interrupted campaign in --out")
@@ -62,7 +62,10 @@ def _load_testbed_file(path):
     from .testbed import TestbedSpec, check_prefix
     if path is None:
         return TestbedSpec(), "ovss"
-    doc = read_toml(path, "testbed", "give a testbed .toml file (see data/README.md)")
+    try:
+        doc = read_toml(path, "testbed", "give a testbed .toml file (see data/README.md)")
+    except RecursionError:
+        raise ConfigError("not a testbed file: values nested too deeply", file=str(path)) from None
     tb = doc.get("testbed", doc)
     if not isinstance(tb, dict):
         raise ConfigError("[testbed] must be a table", file=str(path), key="testbed")
@@ -77,7 +80,7 @@ def testbed():
 
 
 @testbed.command("up")
-@click.argument("testbed_file", required=False, type=click.Path(dir_okay=False))
+@click.argument("testbed_file", required=False, type=click.Path())
 def testbed_up(testbed_file):
     """Build the testbed described by TESTBED_FILE (default: 2 VMs, one OVS bridge)."""
     from . import testbed as tbmod
@@ -166,7 +169,7 @@ def testbed_status(testbed_file):
 
 
 @click.command("import-data")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="campaign directory to write (tidy format)")
 @click.option("--name", default="imported", help="campaign name recorded in the rows")

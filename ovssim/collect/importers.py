@@ -44,6 +44,8 @@ _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 def _to_si(unit: str, *, strict: bool = False) -> tuple[float, str]:
     """(scale, SI unit) of a time or rate unit; an unknown unit stays as it is unless ``strict``."""
     u = unit.strip()
+    if strict and not u:
+        raise ConfigError("the unit is empty", key="--unit", fix="give e.g. --unit ms")
     if u.lower() in _TIME_UNITS:
         return _TIME_UNITS[u.lower()], "s"
     try:
@@ -56,6 +58,8 @@ def _to_si(unit: str, *, strict: bool = False) -> tuple[float, str]:
 
 
 def _open_regular(path: Path):
+    if not path.exists():
+        raise DataError(f"{path}: no such file -- fix: check the path")
     if not path.is_file():
         raise DataError(f"{path}: not a regular file -- fix: give a data file (not a device, FIFO or folder)")
     return gzip.open(path, "rt") if path.suffix == ".gz" else open(path)

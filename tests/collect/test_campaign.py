@@ -137,7 +137,9 @@ server_ip = "192.0.2.2"
         cp.load_campaign(write(tmp_path, text))
     ok = text.replace("vm2; reboot", "vm2").replace("qdisc = [\"none\", \"htb50\"]", "qdisc = [\"none\"]")
     c = cp.load_campaign(write(tmp_path, ok))
-    assert c.endpoints["client"] == ["ssh", "user@host1"]
+    assert c.endpoints["client"] == ["ssh", "-o", "BatchMode=yes", "user@host1"]
+    c = cp.load_campaign(write(tmp_path, ok.replace('["ssh", "user@host1"]', '"me@[2001:db8::1]:2222"')))
+    assert c.endpoints["client"] == ["ssh", "-o", "BatchMode=yes", "-p", "2222", "me@2001:db8::1"]
 
 
 @pytest.mark.parametrize("name,kind,ok", [
