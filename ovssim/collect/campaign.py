@@ -80,7 +80,7 @@ class WorkloadSpec:
         if not isinstance(d["name"], str) or not re.fullmatch(r"[A-Za-z0-9_.+-]{1,64}", d["name"]):
             raise ConfigError(f"workload name {d['name']!r} is not a name", file=file, key="workload",
                               fix="use 1-64 letters, digits, '_', '.', '+', '-'")
-        if d["tool"] not in TOOLS:
+        if not isinstance(d["tool"], str) or d["tool"] not in TOOLS:
             raise ConfigError(f"unknown tool {d['tool']!r}", file=file, key=key,
                               fix=f"use one of {', '.join(TOOLS)}")
         return cls(**{k: cls._convert(k, v, d, file=file, key=f"{key}.{k}")
@@ -133,6 +133,9 @@ class WorkloadSpec:
         if self.tool == "iperf2" and self.proto != "udp":
             raise ConfigError("the iperf2 runner measures UDP jitter/loss only", file=file, key=key,
                               fix='set proto = "udp" or use tool = "iperf3"')
+        if self.tool == "ping" and self.count * self.interval > bounds.DURATION[1]:
+            raise ConfigError(f"{self.count} pings every {self.interval:g} s last longer than a day",
+                              file=file, key=key, fix="lower count or interval")
         if self.tos and self.tool != "ping":
             raise ConfigError("tos is a ping setting (ping -Q)", file=file, key=key,
                               fix="mark the probe: put tos on the ping workload")
@@ -257,6 +260,12 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
         if k not in ("campaign", "testbed", "endpoints", "qdisc", "workload", "matrix"):
             raise ConfigError(f"unknown section [{k}]", file=f,
                               fix="sections: campaign, testbed, endpoints, qdisc, workload, matrix")
+    for k in ("campaign", "testbed", "endpoints"):
+        if k in doc and not isinstance(doc[k], dict):
+            raise ConfigError(f"[{k}] must be one table", file=f, key=k, fix=f"write it as [{k}] with key = value lines")
+    for k in ("qdisc", "workload", "matrix"):
+        if k in doc and not (isinstance(doc[k], list) and all(isinstance(x, dict) for x in doc[k])):
+            raise ConfigError(f"{k} must be an array of tables", file=f, key=k, fix=f"write each as [[{k}]]")
     c = dict(doc.get("campaign", {}))
     c.update(overrides or {})
     allowed = {"name", "repetitions", "order", "seed", "duration", "cooldown", "flush_flows",
@@ -285,10 +294,17 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
     for q in doc.get("qdisc", []):
         spec = QdiscSpec.from_dict(q, file=f)
         check_name(spec.port, "interface", file=f, key=f"qdisc.{spec.name}.port")
+        if spec.name in qdiscs:
+            raise ConfigError(f"qdisc {spec.name!r} is defined twice" + (" ('none' means no qdisc)"
+                              if spec.name == "none" else ""), file=f, key=f"qdisc.{spec.name}",
+                              fix="give every [[qdisc]] its own name")
         qdiscs[spec.name] = spec
     workloads = {}
     for w in doc.get("workload", []):
         spec = WorkloadSpec.from_dict(w, file=f)
+        if spec.name in workloads:
+            raise ConfigError(f"workload {spec.name!r} is defined twice", file=f, key=f"workload.{spec.name}",
+                              fix="give every [[workload]] its own name")
         workloads[spec.name] = spec
     for wname, spec in list(workloads.items()):
         if spec.alongside is not None:
@@ -363,6 +379,9 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
                 w.check(file=f, key=mkey)
             rc = RunConfig(tb, q, w)
             configs.setdefault(rc.config_id(), rc)
+    if not configs:
+        raise ConfigError("the matrix gives no configuration to run", file=f, key="matrix",
+                          fix="give every axis at least one value")
     if len(configs) * reps > bounds.MAX_RUNS:
         raise ConfigError(f"{len(configs)} configurations x {reps} repetitions = {len(configs) * reps} runs, "
                           f"more than {bounds.MAX_RUNS}", file=f, key="campaign.repetitions",

@@ -94,6 +94,9 @@ class TestbedSpec:
         except (TypeError, ValueError):
             raise ConfigError(f"subnet {self.subnet!r} is not an IP network", file=file,
                               key="subnet", fix='e.g. "10.77.0.0/24"') from None
+        if not net.is_private:
+            raise ConfigError(f"subnet {self.subnet} is not a private network", file=file, key="subnet",
+                              fix='use a private range such as "10.77.0.0/24" (it exists only inside the testbed)')
         if net.num_addresses < self.vms + 2:
             raise ConfigError(f"subnet {self.subnet} is too small for {self.vms} VMs", file=file,
                               key="subnet")

@@ -345,3 +345,31 @@ def test_import_never_appends_to_a_collected_campaign(tmp_path, capsys):
     rc, err = run_cli(["import-data", str(f), "--out", str(camp)], capsys)
     assert_one_line_error(rc, err, "collect")
     assert (camp / "runs.jsonl").read_bytes() == before
+
+
+# -- campaign structure: sections of the wrong shape, duplicates, empty matrices ---------------
+PING = '[[workload]]\nname = "p"\ntool = "ping"\n'
+STRUCTURE_FAULTS = {
+    "campaign is a number": "campaign = 3\n" + PING, "campaign is an array": '[[campaign]]\nname = "x"\n' + PING,
+    "workload is a number": "workload = 3\n", "workload is one table": '[workload]\nname = "p"\ntool = "ping"\n',
+    "workload is strings": 'workload = ["a"]\n', "qdisc is one table": '[qdisc]\nname = "q"\n' + PING,
+    "matrix is a number": "matrix = 3\n" + PING, "matrix is strings": 'matrix = ["a"]\n' + PING,
+    "testbed is an array": "[[testbed]]\nmtu = 1500\n" + PING, "endpoints is a number": "endpoints = 3\n" + PING,
+    "workload twice": PING + PING, "qdisc twice": '[[qdisc]]\nname = "q"\nkind = "pfifo"\n' * 2 + PING,
+    "qdisc none redefined": '[[qdisc]]\nname = "none"\nkind = "pfifo"\n' + PING,
+    "tool is a list": '[[workload]]\nname = "p"\ntool = ["ping"]\n',
+    "empty matrix axis": PING + "[[matrix]]\nbridge = []\n",
+    "ping lasting years": '[[workload]]\nname = "p"\ntool = "ping"\ncount = 1000000\ninterval = "60s"\n',
+    "public subnet": '[testbed]\nsubnet = "8.8.8.0/24"\n' + PING,
+    "duration is a date": "[campaign]\nduration = 1979-05-27T07:32:00Z\n" + PING,
+    "empty file": "",
+}
+
+
+@pytest.mark.parametrize("kind", STRUCTURE_FAULTS)
+def test_campaign_structure(tmp_path, capsys, kind):
+    f = tmp_path / "c.toml"
+    f.write_text(STRUCTURE_FAULTS[kind])
+    rc, err = run_cli(["collect", str(f), "--out", str(tmp_path / "out")], capsys)
+    assert_one_line_error(rc, err)
+    assert not (tmp_path / "out").exists()
