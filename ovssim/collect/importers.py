@@ -57,6 +57,18 @@ def _to_si(unit: str, *, strict: bool = False) -> tuple[float, str]:
         return 1.0, u
 
 
+def _content_id(path: Path, *choices: str) -> str:
+    """A run id from the file's bytes (and the choices that change what is read from it): the same
+    data imported twice is one run, two files that share a name are two."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    for c in choices:
+        h.update(b"\0" + c.encode())
+    return h.hexdigest()[:12]
+
+
 def _open_regular(path: Path):
     if not path.exists():
         raise DataError(f"{path}: no such file -- fix: check the path")
@@ -116,7 +128,7 @@ def read_flent(path: str | Path) -> tuple[dict, dict]:
         samples[slug] = (vals, si)
     if not metrics:
         raise DataError(f"{path}: the Flent file holds no data points")
-    run_id = "flent-" + hashlib.sha256(path.name.encode()).hexdigest()[:10]
+    run_id = "flent-" + _content_id(path)
     rec = {"run_id": run_id, "config_id": run_id, "rep": 1, "order": 0, "status": "ok",
            "workload": meta.get("NAME"), "tool": "flent", "duration": meta.get("LENGTH"),
            "start": meta.get("TIME"), "end": meta.get("TIME"), "metrics": metrics,
@@ -185,7 +197,7 @@ def read_samples_csv(path: str | Path, *, unit: str = "s", column: str | None = 
     if si == "s" and min(vals) < 0:
         raise DataError(f"{path}: negative delays in column {column!r}")
     slug = _slug(str(column))
-    run_id = "csv-" + hashlib.sha256(path.name.encode()).hexdigest()[:10]
+    run_id = "csv-" + _content_id(path, str(column), unit)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     rec = {"run_id": run_id, "config_id": run_id, "rep": 1, "order": 0, "status": "ok",
            "workload": path.stem, "tool": "csv", "start": now, "end": now,
@@ -208,7 +220,7 @@ def read_iperf3_json(path: str | Path) -> tuple[dict, dict]:
     ts = (datetime.fromtimestamp(secs, timezone.utc).isoformat(timespec="seconds")
           if isinstance(secs, (int, float)) and not isinstance(secs, bool) and 0 <= secs < 1e11 else None)
     test = start.get("test_start") if isinstance(start.get("test_start"), dict) else {}
-    run_id = "iperf3-" + hashlib.sha256(path.name.encode()).hexdigest()[:10]
+    run_id = "iperf3-" + _content_id(path)
     rec = {"run_id": run_id, "config_id": run_id, "rep": 1, "order": 0, "status": "ok",
            "workload": path.stem, "tool": "iperf3", "proto": res.info.get("protocol", "TCP").lower(),
            "streams": test.get("num_streams"), "duration": test.get("duration"), "start": ts, "end": ts,

@@ -373,3 +373,24 @@ def test_campaign_structure(tmp_path, capsys, kind):
     rc, err = run_cli(["collect", str(f), "--out", str(tmp_path / "out")], capsys)
     assert_one_line_error(rc, err)
     assert not (tmp_path / "out").exists()
+
+
+def test_import_keeps_two_files_that_share_a_name_and_skips_the_same_data(tmp_path, capsys):
+    for d, v in (("a", "0.1"), ("b", "0.2")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "rtt.csv").write_text(f"rtt\n{v}\n")
+    out = tmp_path / "out"
+    assert run_cli(["import-data", str(tmp_path / "a" / "rtt.csv"), str(tmp_path / "b" / "rtt.csv"),
+                    "--out", str(out)], capsys)[0] == 0
+    assert run_cli(["import-data", str(tmp_path / "a" / "rtt.csv"), "--out", str(out)], capsys)[0] == 0
+    from ovssim.collect.store import load_results
+    df = load_results(out)
+    assert sorted(df[df.metric == "rtt_mean"]["value"]) == [0.1, 0.2]
+
+
+def test_collect_into_an_unwritable_folder(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text(CAMPAIGN)
+    (tmp_path / "file").write_text("")
+    rc, err = run_cli(["collect", str(f), "--out", str(tmp_path / "file" / "out")], capsys)
+    assert_one_line_error(rc, err, "cannot write")
