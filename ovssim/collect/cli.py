@@ -39,7 +39,7 @@ def _interrupted():
 @click.option("--no-progress", is_flag=True, help="no progress display")
 def collect(campaign_file, out, resume, repetitions, duration, no_progress):
     """Run a measurement CAMPAIGN_FILE (TOML) through a real OVS / Linux bridge testbed."""
-    from .campaign import run_campaign
+    from .campaign import MAX_ATTEMPTS, run_campaign
     over = {}
     if repetitions is not None:
         over["repetitions"] = repetitions
@@ -55,7 +55,13 @@ def collect(campaign_file, out, resume, repetitions, duration, no_progress):
         _interrupted()
     click.echo(f"runs: {summary['total']} in the campaign, {summary['previously_done']} done "
                f"before, now ok {summary['ok']}, failed {summary['failed']}, "
-               f"skipped {summary['skipped']}")
+               f"skipped {summary['skipped']}"
+               + (f", not retried after {MAX_ATTEMPTS} failures {summary['given_up']}"
+                  if summary.get("given_up") else ""))
+    left = summary["total"] - summary["previously_done"] - summary["ok"] - summary["skipped"]
+    if left:
+        click.echo(f"incomplete: {left} run(s) did not succeed; --resume retries failed runs "
+                   f"(up to {MAX_ATTEMPTS} attempts each)", err=True)
 
 
 def _load_testbed_file(path):
