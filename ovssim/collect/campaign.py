@@ -368,6 +368,10 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
                          vif_type=a["vif_type"])
             tb = TestbedSpec.from_dict(tb_kw, file=f)
             q = qdiscs[a["qdisc"]]
+            if q.kind != "none" and endpoints is None and q.port not in tb.ports():
+                raise ConfigError(f"qdisc {q.name!r} is put on port {q.port!r}, which this testbed does not "
+                                  "have: every run of it would fail", file=f, key=f"qdisc.{q.name}.port",
+                                  fix=f"use one of {', '.join(tb.ports())}")
             if q.via == "ovs" and tb.bridge == "linux":
                 q = QdiscSpec(**{**q.__dict__, "via": "tc"})
             w = workloads[a["workload"]]

@@ -101,6 +101,14 @@ class TestbedSpec:
             raise ConfigError(f"subnet {self.subnet} is too small for {self.vms} VMs", file=file,
                               key="subnet")
 
+    def ports(self) -> list[str]:
+        """Every bridge port in the switch namespace: the VIFs and the ends of veth links."""
+        ports = [f"vif{i}" for i in range(1, self.vms + 1)]
+        if self.chain > 1 and self.link == "veth":
+            for k in range(self.chain - 1):
+                ports += [f"lk{k}a", f"lk{k}b"]
+        return ports
+
     def key(self) -> tuple:
         link = self.link if self.chain > 1 else "-"
         return (self.bridge, self.chain, link, self.vms, self.datapath, self.vm_tx_offload,
@@ -176,11 +184,7 @@ class Testbed:
 
     def ports(self) -> list[str]:
         """Every bridge port in the switch namespace (VIFs and link ends)."""
-        ports = [self.vif(i) for i in range(1, self.spec.vms + 1)]
-        if self.spec.chain > 1 and self.spec.link == "veth":
-            for k in range(self.spec.chain - 1):
-                ports += [f"lk{k}a", f"lk{k}b"]
-        return ports
+        return self.spec.ports()
 
     def _bridge_of_vm(self, i: int) -> str:
         return self.bridges[0] if i == 1 else self.bridges[-1]

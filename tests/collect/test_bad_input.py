@@ -394,3 +394,14 @@ def test_collect_into_an_unwritable_folder(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     rc, err = run_cli(["collect", str(f), "--out", str(tmp_path / "file" / "out")], capsys)
     assert_one_line_error(rc, err, "cannot write")
+
+
+@pytest.mark.parametrize("port", ["vif9", "eth0", "lk0a"])
+def test_a_qdisc_on_a_port_the_testbed_lacks_is_refused_up_front(tmp_path, capsys, port):
+    f = tmp_path / "c.toml"
+    f.write_text(CAMPAIGN.replace('via = "tc"', f'via = "tc"\nport = "{port}"'))
+    rc, err = run_cli(["collect", str(f), "--out", str(tmp_path / "out")], capsys)
+    assert_one_line_error(rc, err, port)
+    f.write_text(CAMPAIGN.replace('via = "tc"', 'via = "tc"\nport = "lk0a"') + 'chain = [2]\nlink = ["veth"]\n')
+    from ovssim.collect.campaign import load_campaign
+    assert {rc.qdisc.port for rc in load_campaign(f).configs} >= {"lk0a"}      # a veth link end exists
