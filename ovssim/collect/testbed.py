@@ -374,9 +374,12 @@ def saved_testbeds() -> list[dict]:
     out = []
     for p in sorted(STATE_DIR.glob("*.json")):
         try:
-            out.append(json.loads(p.read_text()))
+            st = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
+        # only what _save_state wrote: a dict named after its file (never a path elsewhere)
+        if isinstance(st, dict) and st.get("name") == p.stem and isinstance(st.get("namespaces", []), list):
+            out.append(st)
     return out
 
 

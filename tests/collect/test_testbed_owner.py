@@ -58,3 +58,12 @@ def test_down_by_name_respects_the_owner(states, capsys):
 def test_reap_stale_takes_only_testbeds_whose_collector_died(states):
     assert tbmod.reap_stale() == ["t-dead"]
     assert states == ["t-dead"]
+
+
+def test_damaged_state_files_are_ignored(states, tmp_path, capsys):
+    (tmp_path / "junk.json").write_text("[1, 2]")
+    (tmp_path / "torn.json").write_text('{"name": "to')
+    (tmp_path / "evil.json").write_text(json.dumps({"name": "../../etc/passwd", "owner_pid": 1}))
+    assert sorted(s["name"] for s in tbmod.saved_testbeds()) == ["t-dead", "t-detached", "t-live"]
+    rc, out = run(["testbed", "status"], capsys)
+    assert rc == 0 and "Traceback" not in out.err
