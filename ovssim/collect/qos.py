@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -39,13 +40,14 @@ _PROBE_ARGS = {"tbf": ["rate", "1mbit", "burst", "10k", "latency", "50ms"],
                "red": ["limit", "100k", "avpkt", "1000", "bandwidth", "10mbit", "min", "10k",
                        "max", "30k"]}
 _available_cache: dict[str, tuple[bool, str]] = {}
+PROBE_NS = "ovssim-probe-"
 
 
 def probe_qdiscs(kinds=KNOWN_KINDS) -> dict[str, tuple[bool, str]]:
     """Try each qdisc kind on a veth in a scratch namespace: ``kind -> (available, reason)``."""
     todo = [k for k in kinds if k not in _available_cache and k != "none"]
     if todo:
-        ns = f"ovssim-probe-{uuid.uuid4().hex[:8]}"
+        ns = f"{PROBE_NS}{os.getpid()}-{uuid.uuid4().hex[:8]}"    # the pid: reap_stale's clue
         run(["ip", "netns", "add", ns])
         try:
             run(["ip", "-n", ns, "link", "add", "p0", "type", "veth", "peer", "name", "p1"])

@@ -25,6 +25,7 @@ import atexit
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -35,6 +36,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from . import bounds
 from .ovs import PrivateOVS, kernel_datapath_available
+from .qos import PROBE_NS
 from .store import atomic_write_text
 from .shell import NSNAME_MAX, check_name, run, which
 
@@ -465,4 +467,10 @@ def reap_stale() -> list[str]:
         if not st.get("detached") and not owner_alive(st):
             teardown_saved(st)
             reaped.append(st["name"])
+    # scratch namespaces of a qdisc probe whose process died (qos.probe_qdiscs names them by pid)
+    listing = run(["ip", "netns", "list"], check=False, timeout=10).stdout
+    for ns in re.findall(rf"^({re.escape(PROBE_NS)}(\d+)-[0-9a-f]{{8}})\b", listing, re.M):
+        if not _pid_alive(int(ns[1])):
+            run(["ip", "netns", "del", ns[0]], check=False)
+            reaped.append(ns[0])
     return reaped

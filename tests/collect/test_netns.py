@@ -429,3 +429,21 @@ def test_sighup_cleans_up_like_ctrl_c(tmp_path):
     p.wait(timeout=30)
     assert ours(prefix) == [] and not Path(st["workdir"]).exists()
     assert host_state() == before
+
+
+def test_scratch_namespace_of_a_killed_qdisc_probe_is_reaped():
+    from ovssim.collect.qos import PROBE_NS
+    from ovssim.collect.testbed import reap_stale
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    ns = f"{PROBE_NS}{dead.pid}-{uuid.uuid4().hex[:8]}"
+    live = f"{PROBE_NS}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    for n in (ns, live):
+        subprocess.run(["ip", "netns", "add", n], check=True)
+    try:
+        assert ns in reap_stale()
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert ns not in names and live in names          # a live process's probe is left alone
+    finally:
+        for n in (ns, live):
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
