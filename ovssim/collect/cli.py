@@ -31,7 +31,7 @@ def _interrupted():
 
 @click.command("collect")
 @click.argument("campaign_file", type=click.Path())
-@click.option("--out", type=click.Path(file_okay=False), default=None,
+@click.option("--out", type=click.Path(), default=None,
               help="output directory (default data/local/<campaign name>)")
 @click.option("--resume", is_flag=True, help="complete an interrupted campaign in --out")
 @click.option("--repetitions", type=int, default=None, help="override [campaign] repetitions")
@@ -176,7 +176,7 @@ def testbed_status(testbed_file):
 
 @click.command("import-data")
 @click.argument("files", nargs=-1, required=True, type=click.Path())
-@click.option("--out", required=True, type=click.Path(file_okay=False),
+@click.option("--out", required=True, type=click.Path(),
               help="campaign directory to write (tidy format)")
 @click.option("--name", default="imported", help="campaign name recorded in the rows")
 @click.option("--unit", default="s", help="unit of the values in a plain CSV of samples")

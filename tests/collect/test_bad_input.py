@@ -405,3 +405,13 @@ def test_a_qdisc_on_a_port_the_testbed_lacks_is_refused_up_front(tmp_path, capsy
     f.write_text(CAMPAIGN.replace('via = "tc"', 'via = "tc"\nport = "lk0a"') + 'chain = [2]\nlink = ["veth"]\n')
     from ovssim.collect.campaign import load_campaign
     assert {rc.qdisc.port for rc in load_campaign(f).configs} >= {"lk0a"}      # a veth link end exists
+
+
+@pytest.mark.parametrize("cmd", ["collect", "import-data"])
+def test_out_is_a_file(tmp_path, capsys, cmd):
+    f = tmp_path / ("c.toml" if cmd == "collect" else "rtt.csv")
+    f.write_text(CAMPAIGN if cmd == "collect" else "rtt\n0.1\n")
+    (tmp_path / "out").write_text("not a folder")
+    rc, err = run_cli([cmd, str(f), "--out", str(tmp_path / "out")], capsys)
+    assert_one_line_error(rc, err, "out")
+    assert (tmp_path / "out").read_text() == "not a folder"
