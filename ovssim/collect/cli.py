@@ -182,7 +182,7 @@ def testbed_status(testbed_file):
 @click.option("--unit", default="s", help="unit of the values in a plain CSV of samples")
 @click.option("--column", default=None, help="column of a plain CSV holding the samples")
 def import_data(files, out, name, unit, column):
-    """Import Flent .flent.gz files or plain CSVs of samples into the tidy format."""
+    """Import Flent .flent.gz files, iperf3 -J .json output or plain CSVs of samples into the tidy format."""
     from .importers import import_files
     try:
         n = import_files(files, out, campaign=name, unit=unit, column=column)
