@@ -7,6 +7,8 @@ are integers only (``true`` and ``1e9`` are not counts), quantities go through
 """
 from __future__ import annotations
 
+import re
+
 from .. import units
 from ..errors import ConfigError, OvssimError
 
@@ -19,6 +21,17 @@ DURATION = (1.0, 86400.0)         # iperf3 -t is whole seconds (atoi); one run a
 PING_INTERVAL = (1e-3, 60.0)      # ping -i: below 1 ms the probe's own send loop is what is measured
 MAX_REPETITIONS = 1000
 MAX_RUNS = 100_000                # configurations x repetitions held in memory and in the journal
+
+
+_LABEL = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
+
+
+def label(value, *, file=None, key=None, what="name") -> str:
+    """A workload or qdisc name: it becomes a column value and part of run names."""
+    if not isinstance(value, str) or not _LABEL.fullmatch(value):
+        raise ConfigError(f"{what} {value!r} is not a name", file=file, key=key,
+                          fix="use 1-64 letters, digits, '_', '.', '+', '-'")
+    return value
 
 
 def flag(value, *, file=None, key=None) -> bool:

@@ -77,9 +77,7 @@ class WorkloadSpec:
         if "name" not in d or "tool" not in d:
             raise ConfigError("a [[workload]] needs name and tool", file=file, key=key,
                               fix='e.g. name = "tcp", tool = "iperf3"')
-        if not isinstance(d["name"], str) or not re.fullmatch(r"[A-Za-z0-9_.+-]{1,64}", d["name"]):
-            raise ConfigError(f"workload name {d['name']!r} is not a name", file=file, key="workload",
-                              fix="use 1-64 letters, digits, '_', '.', '+', '-'")
+        bounds.label(d["name"], file=file, key="workload", what="workload name")
         if not isinstance(d["tool"], str) or d["tool"] not in TOOLS:
             raise ConfigError(f"unknown tool {d['tool']!r}", file=file, key=key,
                               fix=f"use one of {', '.join(TOOLS)}")
@@ -111,7 +109,7 @@ class WorkloadSpec:
             return bounds.whole(v, 1, 128, **where)
         if k == "flush_flows":
             return bounds.flag(v, **where)
-        if k == "cc" and v is not None and not (isinstance(v, str) and v.isidentifier()):
+        if k == "cc" and v is not None and not (isinstance(v, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,15}", v)):
             raise ConfigError(f"congestion control {v!r} is not a name", **where)
         if k == "test" and not (isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9_,]*", v)):
             raise ConfigError(f"test {v!r} is not a test name (or comma-separated names)", **where)
@@ -313,6 +311,12 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
         raise ConfigError("the campaign defines no [[workload]]", file=f, key="workload",
                           fix='add [[workload]] name = "tcp" tool = "iperf3"')
     tb_defaults = dict(doc.get("testbed", {}))
+    TestbedSpec.from_dict({k: v for k, v in tb_defaults.items() if k != "prefix"}, file=f, check=False)
+    for k, v in tb_defaults.items():      # each value alone (a matrix axis may override it)
+        if k == "prefix":
+            raise ConfigError("a campaign's testbed prefix is [campaign] prefix", file=f, key="testbed.prefix",
+                              fix="move prefix to [campaign]")
+        TestbedSpec(**{k: v}).validate(file=f)
     endpoints = doc.get("endpoints")
     if endpoints is not None:
         endpoints = _check_endpoints(endpoints, f)

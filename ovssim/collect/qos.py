@@ -84,9 +84,10 @@ class QdiscSpec:
         if bad:
             raise ConfigError(f"unknown qdisc setting(s) {sorted(bad)}", file=file, key=key,
                               fix=f"use only {sorted(allowed)}")
-        if not isinstance(d.get("name"), str) or not d["name"]:
+        if "name" not in d:
             raise ConfigError("a [[qdisc]] needs a name", file=file, key="qdisc",
                               fix='add name = "htb50"')
+        bounds.label(d["name"], file=file, key="qdisc", what="qdisc name")
         kind = d.get("kind", "none")
         if kind not in KNOWN_KINDS:
             raise ConfigError(f"unknown qdisc kind {kind!r}", file=file, key=key,

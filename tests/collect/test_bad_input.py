@@ -415,3 +415,72 @@ def test_out_is_a_file(tmp_path, capsys, cmd):
     rc, err = run_cli([cmd, str(f), "--out", str(tmp_path / "out")], capsys)
     assert_one_line_error(rc, err, "out")
     assert (tmp_path / "out").read_text() == "not a folder"
+
+
+# -- every key of a full campaign, given values of every kind ----------------------------------
+def _toml(v):
+    import math
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "inf" if v == math.inf else "-inf" if v == -math.inf else "nan" if v != v else repr(v)
+    if isinstance(v, (int, str)):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    return "{" + ", ".join(f"{k} = {_toml(x)}" for k, x in v.items()) + "}"
+
+
+def _dump(doc):
+    out = []
+    for sec in ("campaign", "testbed"):
+        out += [f"[{sec}]"] + [f"{k} = {_toml(v)}" for k, v in doc[sec].items()]
+    for sec in ("qdisc", "workload", "matrix"):
+        for t in doc[sec]:
+            out += [f"[[{sec}]]"] + [f"{k} = {_toml(v)}" for k, v in t.items()]
+    return "\n".join(out) + "\n"
+
+
+FULL = {
+    "campaign": {"name": "f", "repetitions": 2, "order": "interleaved", "seed": 1, "duration": "2s",
+                 "cooldown": "0.1s", "flush_flows": True, "prefix": "fz", "description": "d", "keep_testbeds": True},
+    "testbed": {"bridge": "ovs", "chain": 1, "link": "patch", "vms": 2, "datapath": "auto", "vm_tx_offload": False,
+                "subnet": "10.77.0.0/24", "mtu": 1500, "vif_type": "system"},
+    "qdisc": [{"name": "h", "kind": "htb", "via": "tc", "port": "vif2", "rate": "50mbit", "burst": "15k", "leaf": "pfifo"},
+              {"name": "t", "kind": "tbf", "rate": "50mbit", "latency": "50ms"}, {"name": "p", "kind": "pfifo", "limit": 100}],
+    "workload": [{"name": "tcp", "tool": "iperf3", "proto": "tcp", "streams": 2, "cc": "cubic", "size": 1400,
+                  "rate": "1gbit", "duration": "3s", "flush_flows": False, "alongside": "ping", "alongside_start": "0.5s"},
+                 {"name": "ping", "tool": "ping", "count": 10, "interval": "10ms", "tos": 16},
+                 {"name": "q", "tool": "qperf", "test": "tcp_lat"}],
+    "matrix": [{"bridge": ["ovs", "linux"], "chain": [1, 2], "link": ["veth"], "qdisc": ["none", "h"],
+                "workload": ["tcp", "ping"], "size": [100], "rate": ["10mbit"], "streams": [1], "cc": ["cubic"],
+                "vm_tx_offload": [False], "datapath": ["auto"], "vif_type": ["system"]}],
+}
+KINDS = ["", "abc", -1, 0, 1e308, float("inf"), float("nan"), True, [1], [], {"a": 1}, "1e99s", "1e-12s",
+         99999999999999999999, "-5mbit", " ", "../x", "a;b", "\u00e9", 1.5, [[1]], ["x"]]
+KEYS = [(sec, i, k) for sec, body in FULL.items() for i, t in enumerate(body if isinstance(body, list) else [body])
+        for k in t]
+
+
+@pytest.mark.parametrize("sec,i,key", KEYS, ids=[f"{s}{i}.{k}" for s, i, k in KEYS])
+def test_every_key_with_values_of_every_kind(tmp_path, sec, i, key):
+    """A value of the wrong kind or out of bounds is one ConfigError; what is accepted is a
+    campaign whose every configuration passes the checks again (never a half-checked one)."""
+    import copy
+    from ovssim.collect.campaign import load_campaign
+    from ovssim.errors import OvssimError
+    f = tmp_path / "c.toml"
+    f.write_text(_dump(FULL))
+    assert load_campaign(f).configs
+    for value in KINDS:
+        doc = copy.deepcopy(FULL)
+        (doc[sec][i] if isinstance(doc[sec], list) else doc[sec])[key] = value
+        f.write_text(_dump(doc))
+        try:
+            camp = load_campaign(f)
+        except OvssimError as exc:
+            assert "\n" not in str(exc)
+            continue
+        for rc in camp.configs:
+            rc.testbed.validate()
+            rc.workload.check()
