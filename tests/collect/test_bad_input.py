@@ -484,3 +484,21 @@ def test_every_key_with_values_of_every_kind(tmp_path, sec, i, key):
         for rc in camp.configs:
             rc.testbed.validate()
             rc.workload.check()
+
+
+@pytest.mark.parametrize("key", list(FULL["testbed"]) + ["prefix"])
+def test_every_testbed_file_key_with_values_of_every_kind(tmp_path, key):
+    """`ovssim testbed up FILE` reads the file before building anything: same rule."""
+    from ovssim.collect.cli import _load_testbed_file
+    from ovssim.errors import OvssimError
+    f = tmp_path / "tb.toml"
+    for value in KINDS:
+        f.write_text("[testbed]\n" + "\n".join(f"{k} = {_toml(v)}" for k, v in
+                                                {**FULL["testbed"], key: value}.items()) + "\n")
+        try:
+            spec, prefix = _load_testbed_file(f)
+        except OvssimError as exc:
+            assert "\n" not in str(exc)
+            continue
+        spec.validate()
+        assert len(prefix) <= 52
