@@ -78,8 +78,9 @@ def _open_regular(path: Path):
 
 
 def _flent_unit(name: str, meta: dict) -> str:
-    sm = (meta.get("SERIES_META") or {}).get(name) or {}
-    if sm.get("UNITS"):
+    series_meta = meta.get("SERIES_META")
+    sm = series_meta.get(name) if isinstance(series_meta, dict) else None
+    if isinstance(sm, dict) and isinstance(sm.get("UNITS"), str) and sm["UNITS"]:
         return sm["UNITS"]
     low = name.lower()
     if "(ms)" in low or "ping" in low or "latency" in low or "rtt" in low:
@@ -129,11 +130,15 @@ def read_flent(path: str | Path) -> tuple[dict, dict]:
     if not metrics:
         raise DataError(f"{path}: the Flent file holds no data points")
     run_id = "flent-" + _content_id(path)
+    text = {k: str(v) if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
+            for k, v in meta.items()}       # metadata become columns: scalars only
+    length = meta.get("LENGTH")
     rec = {"run_id": run_id, "config_id": run_id, "rep": 1, "order": 0, "status": "ok",
-           "workload": meta.get("NAME"), "tool": "flent", "duration": meta.get("LENGTH"),
-           "start": meta.get("TIME"), "end": meta.get("TIME"), "metrics": metrics,
-           "source_file": path.name, "tool_version": meta.get("FLENT_VERSION", ""),
-           "note": meta.get("TITLE") or meta.get("NOTE") or ""}
+           "workload": text.get("NAME"), "tool": "flent",
+           "duration": float(length) if isinstance(length, (int, float)) and not isinstance(length, bool) else None,
+           "start": text.get("TIME"), "end": text.get("TIME"), "metrics": metrics,
+           "source_file": path.name, "tool_version": text.get("FLENT_VERSION") or "",
+           "note": text.get("TITLE") or text.get("NOTE") or ""}
     return rec, samples
 
 

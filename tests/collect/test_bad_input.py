@@ -502,3 +502,20 @@ def test_every_testbed_file_key_with_values_of_every_kind(tmp_path, key):
             continue
         spec.validate()
         assert len(prefix) <= 52
+
+
+@pytest.mark.parametrize("field", ["NAME", "LENGTH", "TIME", "SERIES_META", "FLENT_VERSION", "TITLE"])
+def test_flent_metadata_of_every_kind(tmp_path, field):
+    """Odd metadata never breaks an import and never puts a table or list into a column."""
+    from ovssim.collect.importers import read_flent
+    from ovssim.errors import OvssimError
+    for value in KINDS:
+        doc = {"metadata": {"NAME": "rrul", "LENGTH": 60, "TIME": "2020-01-01T00:00:00", field: value},
+               "results": {"Ping (ms) ICMP": [1.0, 2.0]}}
+        p = tmp_path / "x.flent.gz"
+        p.write_bytes(gzip.compress(json.dumps(doc).encode()))
+        try:
+            rec, _ = read_flent(p)
+        except OvssimError:
+            continue
+        assert all(v is None or isinstance(v, (str, int, float)) for k, v in rec.items() if k != "metrics")
