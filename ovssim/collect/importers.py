@@ -220,6 +220,10 @@ def read_iperf3_json(path: str | Path) -> tuple[dict, dict]:
         res = iperf3.parse(json.dumps(doc))
     except (ToolFailed, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise DataError(f"{path}: iperf3 -J output without a usable result ({exc})") from None
+    for name, (v, _unit) in res.metrics.items():
+        _finite([v], path, name)
+    for name, (values, _unit) in res.samples.items():
+        _finite(values, path, name)
     start = doc["start"]
     secs = start["timestamp"].get("timesecs") if isinstance(start.get("timestamp"), dict) else None
     ts = (datetime.fromtimestamp(secs, timezone.utc).isoformat(timespec="seconds")

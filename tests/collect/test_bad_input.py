@@ -519,3 +519,31 @@ def test_flent_metadata_of_every_kind(tmp_path, field):
         except OvssimError:
             continue
         assert all(v is None or isinstance(v, (str, int, float)) for k, v in rec.items() if k != "metrics")
+
+
+@pytest.mark.parametrize("where", ["end.sum_received.bits_per_second", "end.sum_sent.retransmits",
+                                   "start.test_start", "end.cpu_utilization_percent", "intervals",
+                                   "start.timestamp", "end.sum_received"])
+def test_iperf3_json_of_every_kind(tmp_path, capsys, where):
+    """Real iperf3 -J output with one field replaced by each kind of value: imported (with finite
+    numbers only) or one error line."""
+    import copy
+    import math
+    from ovssim.collect.importers import read_iperf3_json
+    from ovssim.errors import OvssimError
+    base = json.loads((SAMPLES / "iperf3_tcp.json").read_text())
+    keys = where.split(".")
+    for value in KINDS + ["NaN"]:
+        doc = copy.deepcopy(base)
+        node = doc
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+        p = tmp_path / "x.json"
+        p.write_text(json.dumps(doc).replace('"NaN"', "NaN"))
+        try:
+            rec, samples = read_iperf3_json(p)
+        except OvssimError:
+            continue
+        assert all(math.isfinite(v) for v, _ in rec["metrics"].values())
+        assert all(math.isfinite(v) for vals, _ in samples.values() for v in vals)
