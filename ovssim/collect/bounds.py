@@ -21,6 +21,7 @@ DURATION = (1.0, 86400.0)         # iperf3 -t is whole seconds (atoi); one run a
 PING_INTERVAL = (1e-3, 60.0)      # ping -i: below 1 ms the probe's own send loop is what is measured
 MAX_REPETITIONS = 1000
 MAX_RUNS = 100_000                # configurations x repetitions held in memory and in the journal
+MAX_INPUT_FILE = 1 << 20          # a campaign or testbed file: text a person wrote
 
 
 _LABEL = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
@@ -75,3 +76,17 @@ def size(value, high: int, *, file=None, key=None) -> int:
     if out != int(out):
         raise ConfigError(f"a size is whole bytes, not {value!r}", file=file, key=key)
     return int(out)
+
+
+def input_file(path, what: str) -> None:
+    """``path`` is a regular file of at most 1 MB (``/dev/zero`` or a FIFO would be read forever)."""
+    from pathlib import Path
+    p = Path(path)
+    if not p.exists():
+        return                                   # the reader says "not found" in its own words
+    if not p.is_file():
+        raise ConfigError(f"cannot read {what} file: not a regular file", file=str(p),
+                          fix=f"give a {what} .toml file")
+    if p.stat().st_size > MAX_INPUT_FILE:
+        raise ConfigError(f"larger than {MAX_INPUT_FILE >> 20} MB: not a {what} file", file=str(p),
+                          fix=f"give a {what} .toml file")

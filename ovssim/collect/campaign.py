@@ -239,11 +239,7 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
     """Read and validate a campaign file (TOML)."""
     path = Path(path)
     try:
-        if path.exists() and not path.is_file():
-            raise ConfigError("cannot read campaign file: not a regular file", file=str(path),
-                              fix="give a campaign .toml file")
-        if path.stat().st_size > 1 << 20:
-            raise ConfigError("larger than 1 MB: not a campaign file", file=str(path))
+        bounds.input_file(path, "campaign")
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read campaign file: {exc.strerror}", file=str(path)) from None

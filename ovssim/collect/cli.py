@@ -13,6 +13,7 @@ import click
 
 from ..errors import ConfigError, OvssimError
 from ..tomlfile import read_toml
+from . import bounds
 from .signals import signals_interrupt
 
 
@@ -68,6 +69,7 @@ def _load_testbed_file(path):
     from .testbed import TestbedSpec, check_prefix
     if path is None:
         return TestbedSpec(), "ovss"
+    bounds.input_file(path, "testbed")
     try:
         doc = read_toml(path, "testbed", "give a testbed .toml file (see data/README.md)")
     except RecursionError:

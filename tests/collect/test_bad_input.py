@@ -193,6 +193,10 @@ def _unreadable(tmp_path, kind):
         p.write_text("[campaign]\nname = 'x'\n")
     elif kind == "fifo":
         os.mkfifo(p)
+    elif kind == "device":
+        return Path("/dev/zero")
+    elif kind == "huge":
+        p.write_text("# " + "x" * (2 << 20) + "\n")
     elif kind == "testbed key":
         p.write_text("[testbed]\nbridges = 'ovs'\n")
     elif kind == "testbed not a table":
@@ -200,7 +204,8 @@ def _unreadable(tmp_path, kind):
     return p
 
 
-FILE_KINDS = ["nested", "binary", "not toml", "directory", "missing", "unknown section", "no workload", "fifo"]
+FILE_KINDS = ["nested", "binary", "not toml", "directory", "missing", "unknown section", "no workload", "fifo",
+              "device", "huge"]
 
 
 @pytest.mark.parametrize("kind", FILE_KINDS)
@@ -210,7 +215,7 @@ def test_unusable_campaign_files(tmp_path, capsys, kind):
     assert not (tmp_path / "out").exists()
 
 
-TESTBED_FAULTS = ["nested", "binary", "not toml", "directory", "missing", "testbed key", "testbed not a table",
+TESTBED_FAULTS = ["nested", "binary", "not toml", "directory", "missing", "device", "huge", "testbed key", "testbed not a table",
                   "mtu = -1", "mtu = 70000", "vms = true", 'prefix = "' + "p" * 60 + '"', 'prefix = "a;b"',
                   'vm_tx_offload = "no"', "chain = 0", 'subnet = "10.77.0.0/33"', 'subnet = "10.77.0.0/30"\nvms = 4']
 
