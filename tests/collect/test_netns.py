@@ -447,3 +447,22 @@ def test_scratch_namespace_of_a_killed_qdisc_probe_is_reaped():
     finally:
         for n in (ns, live):
             subprocess.run(["ip", "netns", "del", n], capture_output=True)
+
+
+def test_sigterm_during_testbed_up_leaves_nothing(tmp_path):
+    """`ovssim testbed up` killed politely while it builds removes what it built so far."""
+    prefix = f"tu{uuid.uuid4().hex[:4]}"
+    f = tmp_path / "tb.toml"
+    f.write_text(f'[testbed]\nbridge = "ovs"\nchain = 8\nlink = "veth"\nvms = 8\nsubnet = "10.78.0.0/24"\n'
+                 f'prefix = "{prefix}"\n')
+    before = host_state()
+    p = subprocess.Popen([sys.executable, "-m", "ovssim", "testbed", "up", str(f)], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    st = _state_of(prefix)               # written before anything is built
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (out, err)
+    assert b"interrupted" in err and b"Traceback" not in err
+    time.sleep(0.5)
+    assert ours(prefix) == [] and not Path(st["workdir"]).exists()
+    assert host_state() == before
