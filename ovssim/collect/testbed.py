@@ -341,14 +341,12 @@ class Testbed:
                 self.ovs.stop()
             finally:
                 self.ovs = None
-        for ns in reversed(self.created_ns):
-            run(["ip", "netns", "del", ns], check=False)
+        if self.workdir is not None:
+            # by name, not by what was recorded: a signal between "ip netns add" (or a daemon's
+            # start) and its bookkeeping must not leave it behind; the names are this testbed's
+            # own (up() refused to start if any existed)
+            teardown_saved(self._state())
         self.created_ns.clear()
-        if self.workdir and self.workdir.exists():
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        state = STATE_DIR / f"{self.name}.json"
-        if state.exists():
-            state.unlink()
         _ACTIVE.pop(self.name, None)
         self.is_up = False
 
@@ -360,12 +358,14 @@ class Testbed:
         return False
 
     # -- state for the CLI ------------------------------------------------------------------
+    def _state(self, detached: bool = False) -> dict:
+        return {"name": self.name, "spec": asdict(self.spec), "namespaces": self.namespaces(),
+                "workdir": str(self.workdir), "owner_pid": os.getpid(),
+                "vm_ip": self.vm_ip, "notes": self.notes, "detached": detached}
+
     def _save_state(self, detached: bool = False) -> None:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
-        state = {"name": self.name, "spec": asdict(self.spec), "namespaces": self.namespaces(),
-                 "workdir": str(self.workdir), "owner_pid": os.getpid(),
-                 "vm_ip": self.vm_ip, "notes": self.notes, "detached": detached}
-        atomic_write_text(STATE_DIR / f"{self.name}.json", json.dumps(state, indent=1))
+        atomic_write_text(STATE_DIR / f"{self.name}.json", json.dumps(self._state(detached), indent=1))
 
     def status(self) -> dict:
         out = {"name": self.name, "bridge": self.spec.bridge, "chain": self.spec.chain,
@@ -424,9 +424,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 def teardown_saved(state: dict) -> None:
-    """Tear down a testbed from its saved state (another process built it)."""
+    """Tear down a testbed from its state: one another (killed) process built, or the rest of
+    this process's own after a signal cut its bookkeeping short."""
     pids = set(_pids_using(state.get("workdir", "")))
     for ns in state.get("namespaces", []):     # traffic tools a killed collector left running
+        if not Path(f"/run/netns/{ns}").exists():
+            continue
         res = run(["ip", "netns", "pids", ns], check=False, timeout=10)
         pids |= {int(x) for x in res.stdout.split() if x.isdigit()}
     pids.discard(os.getpid())
@@ -438,11 +441,11 @@ def teardown_saved(state: dict) -> None:
     for pid in pids:
         _reap(pid)
     for ns in reversed(state.get("namespaces", [])):
-        run(["ip", "netns", "del", ns], check=False)
-    shutil.rmtree(state.get("workdir", "/nonexistent"), ignore_errors=True)
-    p = STATE_DIR / f"{state['name']}.json"
-    if p.exists():
-        p.unlink()
+        if Path(f"/run/netns/{ns}").exists():
+            run(["ip", "netns", "del", ns], check=False)
+    if state.get("workdir"):
+        shutil.rmtree(state["workdir"], ignore_errors=True)
+    (STATE_DIR / f"{state['name']}.json").unlink(missing_ok=True)
 
 
 def _reap(pid: int, timeout: float = 5.0) -> None:
