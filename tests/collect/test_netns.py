@@ -382,6 +382,16 @@ def _state_of(prefix, timeout=30):
     raise AssertionError("no testbed state appeared")
 
 
+def _sockperf_running(prefix, proc, timeout=60):
+    """The testbed state once a sockperf run is under way (its log exists in the work folder)."""
+    st = _state_of(prefix)
+    deadline = time.monotonic() + timeout
+    while not list(Path(st["workdir"]).glob("sockperf-*.csv")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
+        time.sleep(0.05)
+    return st
+
+
 def test_sigkill_leftovers_are_removed_by_the_next_start(tmp_path):
     """A SIGKILLed collector leaves its OVS daemons, namespaces, traffic tools and work folder
     (with sockperf's 2 MB log, which used to be in /tmp); the next start removes all of them."""
@@ -392,12 +402,8 @@ def test_sigkill_leftovers_are_removed_by_the_next_start(tmp_path):
     out = tmp_path / "out"
     before = host_state()
     p = start_collector(camp, out)
-    st = _state_of(prefix)
+    st = _sockperf_running(prefix, p)
     work = Path(st["workdir"])
-    deadline = time.monotonic() + 60
-    while not list(work.glob("sockperf-*.csv")):      # a sockperf run is under way
-        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read().decode()
-        time.sleep(0.05)
     time.sleep(0.5)
     p.kill()
     p.wait(timeout=10)
@@ -421,10 +427,7 @@ def test_sighup_cleans_up_like_ctrl_c(tmp_path):
     camp.write_text(SOCKPERF.format(prefix=prefix))
     before = host_state()
     p = start_collector(camp, tmp_path / "out")
-    st = _state_of(prefix)
-    while not list(Path(st["workdir"]).glob("sockperf-*.csv")):
-        assert p.poll() is None, p.stderr.read().decode()
-        time.sleep(0.05)
+    st = _sockperf_running(prefix, p)
     p.send_signal(signal.SIGHUP)
     p.wait(timeout=30)
     assert ours(prefix) == [] and not Path(st["workdir"]).exists()
