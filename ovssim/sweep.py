@@ -65,6 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from .tomlfile import read_toml
+from . import journal
 from .errors import ConfigError, OvssimError
 
 SWEEP_KEYS = {"name", "description", "base", "reps", "seed", "crn", "mode", "samples", "keep_samples",
@@ -546,26 +547,10 @@ class ResultStore:
         self._fh = open(self.path, "ab")
 
     def _scan(self, repair: bool) -> set:
-        """Run ids with a complete, successful line; a torn last line is cut off."""
-        done = set()
-        if not self.path.exists():
-            return done
-        good_end = 0
-        with open(self.path, "rb") as fh:
-            for line in fh:
-                if not line.endswith(b"\n"):
-                    break
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    break
-                good_end += len(line)
-                if rec.get("status") == "ok":
-                    done.add(rec["run"])
-        if repair and good_end != self.path.stat().st_size:
-            with open(self.path, "r+b") as fh:
-                fh.truncate(good_end)
-        return done
+        """Run ids with a complete, successful line; a torn last line is cut off (:mod:`ovssim.journal`)."""
+        if repair:
+            journal.cut_torn_tail(self.path)
+        return {rec["run"] for rec in journal.iter_records(self.path) if rec.get("status") == "ok"}
 
     def write(self, rec: dict) -> None:
         line = (json.dumps(rec, separators=(",", ":")) + "\n").encode()
@@ -585,14 +570,7 @@ def iter_records(out: Path):
     path = Path(out) / RESULTS
     if not path.exists():
         raise ConfigError(f"no results in {out}", key="--out", fix="run the sweep first")
-    with open(path, "rb") as fh:
-        for line in fh:
-            if not line.endswith(b"\n"):
-                break
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                break
+    yield from journal.iter_records(path)
 
 
 def load_results(out: Path, *, samples: bool = False):

@@ -17,7 +17,8 @@ import json
 import os
 import platform
 import random
-import signal
+import re
+import shutil
 import time
 import tomllib
 from contextlib import ExitStack
@@ -25,12 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import units
-from ..errors import ConfigError, OvssimError
+from ..errors import ConfigError, DataError
+from . import bounds
 from .qos import AppliedQos, QdiscSpec, QosError, probe_qdiscs, root_counters, tc_stats
-from .shell import CommandError, check_name, run, tool_version, which
+from .signals import signals_interrupt
+from .shell import CommandError, check_name, run, ssh_prefix, tool_version, which
 from .store import CampaignStore, atomic_write_text
-from .testbed import Testbed, TestbedSpec, reap_stale
+from .testbed import Testbed, TestbedSpec, check_prefix, reap_stale
 from .tools import Target, ToolFailed
 from .tools import iperf2, iperf3, netperf, ping, qperf, sockperf
 
@@ -75,41 +77,67 @@ class WorkloadSpec:
         if "name" not in d or "tool" not in d:
             raise ConfigError("a [[workload]] needs name and tool", file=file, key=key,
                               fix='e.g. name = "tcp", tool = "iperf3"')
-        if d["tool"] not in TOOLS:
+        bounds.label(d["name"], file=file, key="workload", what="workload name")
+        if not isinstance(d["tool"], str) or d["tool"] not in TOOLS:
             raise ConfigError(f"unknown tool {d['tool']!r}", file=file, key=key,
                               fix=f"use one of {', '.join(TOOLS)}")
-        kw = dict(d)
-        try:
-            if "rate" in kw:
-                kw["rate"] = units.rate(kw["rate"])
-            if "size" in kw:
-                kw["size"] = int(units.size(kw["size"]))
-            if "duration" in kw:
-                kw["duration"] = units.time(kw["duration"])
-            if "interval" in kw:
-                kw["interval"] = units.time(kw["interval"])
-            if "alongside_start" in kw:
-                kw["alongside_start"] = units.time(kw["alongside_start"])
-            if "tos" in kw:
-                kw["tos"] = int(kw["tos"], 0) if isinstance(kw["tos"], str) else int(kw["tos"])
-                if not 0 <= kw["tos"] <= 255:
-                    raise ValueError(f"tos must be a byte 0..255, got {d['tos']!r}")
-        except Exception as exc:
-            raise ConfigError(str(exc), file=file, key=key) from None
-        w = cls(**kw)
-        if w.proto not in ("tcp", "udp"):
-            raise ConfigError(f"proto must be tcp or udp, not {w.proto!r}", file=file, key=key)
-        if w.tool == "iperf2" and w.proto != "udp":
+        return cls(**{k: cls._convert(k, v, d, file=file, key=f"{key}.{k}")
+                      for k, v in d.items()}).check(file=file, key=key)
+
+    @staticmethod
+    def _convert(k: str, v, d: dict, *, file=None, key=None):
+        """One setting as the runner uses it, inside the bounds the real tool accepts.
+
+        ``d`` gives the workload's other settings (the size limit depends on tool and proto)."""
+        where = {"file": file, "key": key}
+        if k == "proto" and v not in ("tcp", "udp"):
+            raise ConfigError(f"proto must be tcp or udp, not {v!r}", **where)
+        if k == "rate":
+            return bounds.rate(v, **where)
+        if k == "size":
+            tcp = d.get("proto", "tcp") == "tcp" and d.get("tool") in ("iperf3", "netperf")
+            return bounds.size(v, bounds.TCP_WRITE if tcp else bounds.UDP_PAYLOAD, **where)
+        if k == "duration":
+            return bounds.duration(v, **where)
+        if k == "interval":
+            return bounds.duration(v, *bounds.PING_INTERVAL, **where)
+        if k == "alongside_start":
+            return bounds.duration(v, 0.0, bounds.DURATION[1], **where)
+        if k == "count":
+            return bounds.whole(v, 1, 1_000_000, **where)
+        if k == "streams":
+            return bounds.whole(v, 1, 128, **where)
+        if k == "flush_flows":
+            return bounds.flag(v, **where)
+        if k == "cc" and v is not None and not (isinstance(v, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,15}", v)):
+            raise ConfigError(f"congestion control {v!r} is not a name", **where)
+        if k == "test" and not (isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9_,]*", v)):
+            raise ConfigError(f"test {v!r} is not a test name (or comma-separated names)", **where)
+        if k == "alongside" and not isinstance(v, str):
+            raise ConfigError(f"alongside names a workload, not {v!r}", **where)
+        if k == "tos":
+            try:
+                tos = int(v, 0) if isinstance(v, str) else v
+            except ValueError:
+                tos = v
+            if isinstance(tos, bool) or not isinstance(tos, int) or not 0 <= tos <= 255:
+                raise ConfigError(f"tos must be a byte 0..255, got {v!r}", **where)
+            return tos
+        return v
+
+    def check(self, *, file=None, key=None) -> "WorkloadSpec":
+        """Rules between settings (after matrix overrides too)."""
+        key = key or f"workload.{self.name}"
+        if self.tool == "iperf2" and self.proto != "udp":
             raise ConfigError("the iperf2 runner measures UDP jitter/loss only", file=file, key=key,
                               fix='set proto = "udp" or use tool = "iperf3"')
-        if w.cc is not None and not (isinstance(w.cc, str) and w.cc.isidentifier()):
-            raise ConfigError(f"congestion control {w.cc!r} is not a name", file=file, key=key)
-        if not isinstance(w.streams, int) or not 1 <= w.streams <= 128:
-            raise ConfigError("streams must be an integer 1..128", file=file, key=key)
-        if w.tos and w.tool != "ping":
+        if self.tool == "ping" and self.count * self.interval > bounds.DURATION[1]:
+            raise ConfigError(f"{self.count} pings every {self.interval:g} s last longer than a day",
+                              file=file, key=key, fix="lower count or interval")
+        if self.tos and self.tool != "ping":
             raise ConfigError("tos is a ping setting (ping -Q)", file=file, key=key,
                               fix="mark the probe: put tos on the ping workload")
-        return w
+        return self
 
 
 @dataclass(frozen=True)
@@ -211,6 +239,7 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
     """Read and validate a campaign file (TOML)."""
     path = Path(path)
     try:
+        bounds.input_file(path, "campaign")
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read campaign file: {exc.strerror}", file=str(path)) from None
@@ -218,11 +247,19 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
         doc = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    except RecursionError:
+        raise ConfigError("not a campaign file: values nested too deeply", file=str(path)) from None
     f = str(path)
     for k in doc:
         if k not in ("campaign", "testbed", "endpoints", "qdisc", "workload", "matrix"):
             raise ConfigError(f"unknown section [{k}]", file=f,
                               fix="sections: campaign, testbed, endpoints, qdisc, workload, matrix")
+    for k in ("campaign", "testbed", "endpoints"):
+        if k in doc and not isinstance(doc[k], dict):
+            raise ConfigError(f"[{k}] must be one table", file=f, key=k, fix=f"write it as [{k}] with key = value lines")
+    for k in ("qdisc", "workload", "matrix"):
+        if k in doc and not (isinstance(doc[k], list) and all(isinstance(x, dict) for x in doc[k])):
+            raise ConfigError(f"{k} must be an array of tables", file=f, key=k, fix=f"write each as [[{k}]]")
     c = dict(doc.get("campaign", {}))
     c.update(overrides or {})
     allowed = {"name", "repetitions", "order", "seed", "duration", "cooldown", "flush_flows",
@@ -232,38 +269,50 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
                           key="campaign", fix=f"use only {sorted(allowed)}")
     name = c.get("name", path.stem)
     check_name(name, "namespace", file=f, key="campaign.name")
-    reps = c.get("repetitions", 10)
-    if not isinstance(reps, int) or reps < 1:
-        raise ConfigError(f"repetitions must be a positive integer, not {reps!r}", file=f,
-                          key="campaign.repetitions")
+    reps = bounds.whole(c.get("repetitions", 10), 1, bounds.MAX_REPETITIONS, file=f, key="campaign.repetitions")
     order = c.get("order", "interleaved")
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}", file=f,
                           key="campaign.order")
-    try:
-        duration = units.positive(units.time(c.get("duration", "5s")), "duration")
-        cooldown = units.time(c.get("cooldown", "0.2s"))
-    except OvssimError as exc:
-        raise ConfigError(str(exc), file=f, key="campaign") from None
+    seed = bounds.whole(c.get("seed", 1), 0, 2**63 - 1, file=f, key="campaign.seed")
+    duration = bounds.duration(c.get("duration", "5s"), file=f, key="campaign.duration")
+    cooldown = bounds.duration(c.get("cooldown", "0.2s"), 0.0, 3600.0, file=f, key="campaign.cooldown")
+    flush_flows = bounds.flag(c.get("flush_flows", True), file=f, key="campaign.flush_flows")
+    keep_testbeds = bounds.flag(c.get("keep_testbeds", True), file=f, key="campaign.keep_testbeds")
+    if not isinstance(c.get("description", ""), str):
+        raise ConfigError("description must be a string", file=f, key="campaign.description")
     prefix = c.get("prefix", "ovss")
-    check_name(prefix, "namespace", file=f, key="campaign.prefix")
+    check_prefix(prefix, file=f, key="campaign.prefix")
 
     qdiscs = {"none": QdiscSpec(name="none")}
     for q in doc.get("qdisc", []):
         spec = QdiscSpec.from_dict(q, file=f)
         check_name(spec.port, "interface", file=f, key=f"qdisc.{spec.name}.port")
+        if spec.name in qdiscs:
+            raise ConfigError(f"qdisc {spec.name!r} is defined twice" + (" ('none' means no qdisc)"
+                              if spec.name == "none" else ""), file=f, key=f"qdisc.{spec.name}",
+                              fix="give every [[qdisc]] its own name")
         qdiscs[spec.name] = spec
     workloads = {}
     for w in doc.get("workload", []):
         spec = WorkloadSpec.from_dict(w, file=f)
+        if spec.name in workloads:
+            raise ConfigError(f"workload {spec.name!r} is defined twice", file=f, key=f"workload.{spec.name}",
+                              fix="give every [[workload]] its own name")
         workloads[spec.name] = spec
-    for name, spec in list(workloads.items()):
+    for wname, spec in list(workloads.items()):
         if spec.alongside is not None:
-            workloads[name] = _resolve_alongside(spec, workloads, duration, f)
+            workloads[wname] = _resolve_alongside(spec, workloads, duration, f)
     if not workloads:
         raise ConfigError("the campaign defines no [[workload]]", file=f, key="workload",
                           fix='add [[workload]] name = "tcp" tool = "iperf3"')
     tb_defaults = dict(doc.get("testbed", {}))
+    TestbedSpec.from_dict({k: v for k, v in tb_defaults.items() if k != "prefix"}, file=f, check=False)
+    for k, v in tb_defaults.items():      # each value alone (a matrix axis may override it)
+        if k == "prefix":
+            raise ConfigError("a campaign's testbed prefix is [campaign] prefix", file=f, key="testbed.prefix",
+                              fix="move prefix to [campaign]")
+        TestbedSpec(**{k: v}).validate(file=f)
     endpoints = doc.get("endpoints")
     if endpoints is not None:
         endpoints = _check_endpoints(endpoints, f)
@@ -277,6 +326,13 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
         if set(m) - allowed_m:
             raise ConfigError(f"unknown matrix axis {sorted(set(m) - allowed_m)}", file=f, key=mkey,
                               fix=f"axes: {sorted(allowed_m)}")
+        for ax, values in m.items():
+            if any(isinstance(v, (list, dict)) for v in _list(values)):
+                raise ConfigError(f"axis {ax} must be a value or a list of values, not {values!r}",
+                                  file=f, key=f"{mkey}.{ax}")
+            if ax in TestbedSpec.__dataclass_fields__:     # each value alone, before combining them
+                for v in _list(values):
+                    TestbedSpec(**{ax: v}).validate(file=f)
         for qn in _list(m.get("qdisc", ["none"])):
             if qn not in qdiscs:
                 raise ConfigError(f"qdisc {qn!r} is not defined", file=f, key=mkey,
@@ -312,26 +368,28 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
                          vif_type=a["vif_type"])
             tb = TestbedSpec.from_dict(tb_kw, file=f)
             q = qdiscs[a["qdisc"]]
+            if q.kind != "none" and endpoints is None and q.port not in tb.ports():
+                raise ConfigError(f"qdisc {q.name!r} is put on port {q.port!r}, which this testbed does not "
+                                  "have: every run of it would fail", file=f, key=f"qdisc.{q.name}.port",
+                                  fix=f"use one of {', '.join(tb.ports())}")
             if q.via == "ovs" and tb.bridge == "linux":
                 q = QdiscSpec(**{**q.__dict__, "via": "tc"})
             w = workloads[a["workload"]]
-            over = {}
-            try:
-                if a["size"] is not None:
-                    over["size"] = int(units.size(a["size"]))
-                if a["rate"] is not None:
-                    over["rate"] = units.rate(a["rate"])
-            except OvssimError as exc:
-                raise ConfigError(str(exc), file=f, key=mkey) from None
-            if a["streams"] is not None:
-                over["streams"] = int(a["streams"])
-            if a["cc"] is not None:
-                over["cc"] = a["cc"]
+            over = {k: WorkloadSpec._convert(k, a[k], {**w.__dict__, k: a[k]}, file=f, key=f"{mkey}.{k}")
+                    for k in ("size", "rate", "streams", "cc") if a[k] is not None}
             if over:
                 w = WorkloadSpec(**{**w.__dict__, **over, "name": w.name + "".join(
                     f"-{k}{v:g}" if isinstance(v, float) else f"-{k}{v}" for k, v in over.items())})
+                w.check(file=f, key=mkey)
             rc = RunConfig(tb, q, w)
             configs.setdefault(rc.config_id(), rc)
+    if not configs:
+        raise ConfigError("the matrix gives no configuration to run", file=f, key="matrix",
+                          fix="give every axis at least one value")
+    if len(configs) * reps > bounds.MAX_RUNS:
+        raise ConfigError(f"{len(configs)} configurations x {reps} repetitions = {len(configs) * reps} runs, "
+                          f"more than {bounds.MAX_RUNS}", file=f, key="campaign.repetitions",
+                          fix="lower repetitions or split the matrix into several campaigns")
     if endpoints is not None and any(rc.qdisc.kind != "none" for rc in configs.values()):
         raise ConfigError("[endpoints] runs between given hosts: the collector does not put qdiscs "
                           "on their ports", file=f, key="matrix",
@@ -340,29 +398,33 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
         raise ConfigError("[endpoints] runs between given hosts: bridge chains cannot be built there",
                           file=f, key="matrix", fix="drop the chain axis or the [endpoints] section")
     return Campaign(name=name, file=f, file_hash=hashlib.sha256(raw).hexdigest(), text=raw.decode(),
-                    repetitions=reps, order=order, seed=int(c.get("seed", 1)), duration=duration,
-                    cooldown=cooldown, flush_flows=bool(c.get("flush_flows", True)), prefix=prefix,
+                    repetitions=reps, order=order, seed=seed, duration=duration,
+                    cooldown=cooldown, flush_flows=flush_flows, prefix=prefix,
                     configs=list(configs.values()), endpoints=endpoints,
-                    testbed_defaults=tb_defaults, keep_testbeds=bool(c.get("keep_testbeds", True)))
+                    testbed_defaults=tb_defaults, keep_testbeds=keep_testbeds)
 
 
 def _check_endpoints(e: dict, f: str) -> dict:
-    """``client``/``server`` are command prefixes (lists); ``server_ip`` the server's address."""
+    """Each side is an ssh destination ``"[user@]host[:port]"`` (also as ``["ssh", "..."]``) or a
+    local namespace ``["ip", "netns", "exec", NAME]``; ``server_ip`` the server's address.
+
+    Nothing else: a campaign file must not run an arbitrary local command (README: campaign
+    files are trusted input like a Makefile, and still only these two forms are accepted)."""
+    if not isinstance(e, dict) or set(e) - {"client", "server", "server_ip"}:
+        raise ConfigError("[endpoints] takes client, server and server_ip", file=f, key="endpoints")
     out = {}
     for side in ("client", "server"):
-        pre = e.get(side, [])
-        if not isinstance(pre, list) or not all(isinstance(x, str) for x in pre):
-            raise ConfigError(f"endpoints.{side} must be a list of strings (a command prefix)",
-                              file=f, key=f"endpoints.{side}",
-                              fix='e.g. ["ip", "netns", "exec", "vm1"] or ["ssh", "user@host"]')
-        if pre[:1] == ["ssh"]:
-            check_name(pre[-1], "host", file=f, key=f"endpoints.{side}")
-        if pre[:3] == ["ip", "netns", "exec"]:
-            if len(pre) != 4:
-                raise ConfigError("ip netns exec needs exactly one namespace name", file=f,
-                                  key=f"endpoints.{side}")
-            check_name(pre[3], "namespace", file=f, key=f"endpoints.{side}")
-        out[side] = pre
+        key = f"endpoints.{side}"
+        pre = e.get(side)
+        if isinstance(pre, str):
+            out[side] = ssh_prefix(pre, file=f, key=key)
+        elif isinstance(pre, list) and len(pre) == 2 and pre[0] == "ssh":
+            out[side] = ssh_prefix(pre[1], file=f, key=key)
+        elif isinstance(pre, list) and len(pre) == 4 and pre[:3] == ["ip", "netns", "exec"]:
+            out[side] = ["ip", "netns", "exec", check_name(pre[3], "namespace", file=f, key=key)]
+        else:
+            raise ConfigError(f"{side} must be an ssh destination or a local namespace, not {pre!r}",
+                              file=f, key=key, fix='write "user@host[:port]" or ["ip", "netns", "exec", "NAME"]')
     ip = e.get("server_ip")
     import ipaddress
     try:
@@ -467,12 +529,11 @@ def machine_metadata() -> dict:
 
 
 # -- running ---------------------------------------------------------------------------------
-class _Interrupted(KeyboardInterrupt):
-    pass
+MAX_ATTEMPTS = 3     # a failed run is retried on --resume until it has failed this many times
 
 
-def _raise_interrupt(signum, frame):
-    raise _Interrupted(f"signal {signum}")
+def run_id(rc: RunConfig, rep: int) -> str:
+    return f"{rc.config_id()}-r{rep:03d}"
 
 
 class CampaignRunner:
@@ -491,7 +552,14 @@ class CampaignRunner:
         d = self.store.dir
         meta_path = d / "metadata.json"
         if d.exists() and (d / "runs.jsonl").exists():
-            old = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+            try:
+                old = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+            except (OSError, ValueError):
+                raise DataError(f"{meta_path} is unreadable or not JSON -- fix: restore it, or "
+                                "collect into another --out") from None
+            if old.get("kind") == "import" or (not old and d.joinpath("runs.jsonl").stat().st_size):
+                raise ConfigError(f"{d} holds imported or unknown data, not a collected campaign",
+                                  fix="collect into another --out")
             if not self.resume:
                 raise ConfigError(f"{d} already holds results of a campaign",
                                   fix="pass --resume to complete it, or choose another --out")
@@ -500,7 +568,11 @@ class CampaignRunner:
                                   "(its hash differs)", file=self.camp.file,
                                   fix="resume with the same campaign file, or use another --out")
             self.meta = old
-        self.store.create()
+        torn = self.store.create()
+        if torn:
+            self.log(f"cut a torn last line ({torn} bytes) off the journal: the run being written "
+                     "when the collector was killed is redone")
+        shutil.rmtree(d / ".work", ignore_errors=True)     # temporary files of a killed collector
         return self.store.done_run_ids()
 
     def _write_meta(self, **extra) -> None:
@@ -539,8 +611,12 @@ class CampaignRunner:
     def _target(self, tb: Testbed | None) -> Target:
         if tb is None:
             e = self.camp.endpoints
-            return Target(client=e["client"], server=e["server"], server_ip=e["server_ip"])
-        return Target(client=tb.vm_prefix(1), server=tb.vm_prefix(2), server_ip=tb.vm_ip[1])
+            work = self.store.dir / ".work"      # emptied at every start
+            work.mkdir(exist_ok=True)
+            return Target(client=e["client"], server=e["server"], server_ip=e["server_ip"],
+                          workdir=str(work))
+        return Target(client=tb.vm_prefix(1), server=tb.vm_prefix(2), server_ip=tb.vm_ip[1],
+                      workdir=str(tb.workdir))
 
     def _counters(self, tb: Testbed | None) -> dict:
         c = {}
@@ -560,7 +636,7 @@ class CampaignRunner:
         w = rc.workload
         duration = w.duration or self.camp.duration
         record = {"campaign": self.camp.name, "config_id": rc.config_id(), "rep": rep,
-                  "order": order, "run_id": f"{rc.config_id()}-r{rep:03d}", "duration": duration,
+                  "order": order, "run_id": run_id(rc, rep), "duration": duration,
                   **rc.as_columns()}
         record["start"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         samples: dict = {}
@@ -704,13 +780,18 @@ class CampaignRunner:
                          configurations=len(camp.configs), machine=machine_metadata(),
                          qdisc_availability=self.qdisc_avail,
                          sessions=self.meta.get("sessions", []) + [{"started": now}])
-        runs = [r for r in camp.runs() if f"{r[1].config_id()}-r{r[2]:03d}" not in done]
-        total = len(camp.runs())
-        counts = {"ok": 0, "failed": 0, "skipped": 0}
-        old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
-        old_hup = signal.signal(signal.SIGHUP, _raise_interrupt)
+        attempts = self.store.attempts()
+        all_runs = camp.runs()
+        todo = [r for r in all_runs if run_id(r[1], r[2]) not in done]
+        runs = [r for r in todo if attempts.get(run_id(r[1], r[2]), 0) < MAX_ATTEMPTS]
+        if len(runs) < len(todo):
+            self.log(f"{len(todo) - len(runs)} run(s) failed {MAX_ATTEMPTS} times and are not retried; "
+                     "the campaign stays incomplete (see their errors in runs.jsonl)")
+        total = len(all_runs)
+        counts = {"ok": 0, "failed": 0, "skipped": 0, "given_up": len(todo) - len(runs)}
         try:
             with ExitStack() as stack:
+                stack.enter_context(signals_interrupt())
                 stack.callback(self.teardown)
                 bar = self._progress(stack, total, len(done))
                 for order, rc, rep in runs:
@@ -721,6 +802,7 @@ class CampaignRunner:
                     if bar:
                         bar[0].update(bar[1], description=f"{rc.describe()} rep {rep}")
                     record, samples = self.run_one(rc, rep, order)
+                    record["attempt"] = attempts.get(record["run_id"], 0) + 1
                     self.store.append(record, samples)
                     counts[record["status"]] += 1
                     if record["status"] == "failed":
@@ -731,14 +813,13 @@ class CampaignRunner:
                     if camp.cooldown:
                         time.sleep(camp.cooldown)
         finally:
-            signal.signal(signal.SIGTERM, old_term)
-            signal.signal(signal.SIGHUP, old_hup)
             self.store.rebuild_table()
             sessions = self.meta.get("sessions", [])
             if sessions:
                 sessions[-1]["ended"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
                 sessions[-1].update(counts)
-            complete = len(self.store.done_run_ids()) >= total
+            # complete: every run succeeded or is recorded as skipped with its reason
+            complete = {run_id(rc, rep) for _, rc, rep in all_runs} <= self.store.done_run_ids()
             self._write_meta(ended=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                              complete=complete)
         return {"total": total, "previously_done": len(done), **counts}

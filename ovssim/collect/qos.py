@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import uuid
 from dataclasses import dataclass, field
 
 from .. import units
+from . import bounds
 from ..errors import ConfigError
 from .shell import run
 
@@ -38,13 +40,14 @@ _PROBE_ARGS = {"tbf": ["rate", "1mbit", "burst", "10k", "latency", "50ms"],
                "red": ["limit", "100k", "avpkt", "1000", "bandwidth", "10mbit", "min", "10k",
                        "max", "30k"]}
 _available_cache: dict[str, tuple[bool, str]] = {}
+PROBE_NS = "ovssim-probe-"
 
 
 def probe_qdiscs(kinds=KNOWN_KINDS) -> dict[str, tuple[bool, str]]:
     """Try each qdisc kind on a veth in a scratch namespace: ``kind -> (available, reason)``."""
     todo = [k for k in kinds if k not in _available_cache and k != "none"]
     if todo:
-        ns = f"ovssim-probe-{uuid.uuid4().hex[:8]}"
+        ns = f"{PROBE_NS}{os.getpid()}-{uuid.uuid4().hex[:8]}"    # the pid: reap_stale's clue
         run(["ip", "netns", "add", ns])
         try:
             run(["ip", "-n", ns, "link", "add", "p0", "type", "veth", "peer", "name", "p1"])
@@ -84,6 +87,7 @@ class QdiscSpec:
         if "name" not in d:
             raise ConfigError("a [[qdisc]] needs a name", file=file, key="qdisc",
                               fix='add name = "htb50"')
+        bounds.label(d["name"], file=file, key="qdisc", what="qdisc name")
         kind = d.get("kind", "none")
         if kind not in KNOWN_KINDS:
             raise ConfigError(f"unknown qdisc kind {kind!r}", file=file, key=key,
@@ -94,12 +98,12 @@ class QdiscSpec:
         if via == "ovs" and kind not in OVS_QOS_TYPES:
             raise ConfigError(f"the OVS QoS table has no type for {kind!r}", file=file, key=key,
                               fix=f'use via = "tc" (OVS types: {", ".join(OVS_QOS_TYPES.values())})')
-        try:
-            rate = units.rate(d["rate"]) if "rate" in d else None
-            burst = units.size(d["burst"]) if "burst" in d else None
-            latency = units.time(d["latency"]) if "latency" in d else None
-        except Exception as exc:
-            raise ConfigError(str(exc), file=file, key=key) from None
+        # bounds of the kernel's tc interface: burst and limit are u32, latency a u32 of microseconds
+        rate = bounds.rate(d["rate"], file=file, key=f"{key}.rate") if "rate" in d else None
+        burst = bounds.size(d["burst"], 2**32 - 1, file=file, key=f"{key}.burst") if "burst" in d else None
+        latency = (bounds.duration(d["latency"], 1e-6, (2**32 - 1) * 1e-6, file=file, key=f"{key}.latency")
+                   if "latency" in d else None)
+        limit = bounds.whole(d["limit"], 1, 2**32 - 1, file=file, key=f"{key}.limit") if "limit" in d else None
         if kind in ("htb", "tbf", "hfsc") and not rate:
             raise ConfigError(f"qdisc kind {kind!r} needs a rate", file=file, key=key,
                               fix='add rate = "50mbit"')
@@ -109,7 +113,7 @@ class QdiscSpec:
                               file=file, key=key, fix=f"use a leaf among {', '.join(CLASSLESS_LEAVES)} "
                               "on an htb qdisc put on with tc (OVS manages its own HTB leaves)")
         return cls(name=d["name"], kind=kind, via=via, port=d.get("port", "vif2"), rate=rate,
-                   burst=burst, latency=latency, limit=d.get("limit"), leaf=leaf)
+                   burst=burst, latency=latency, limit=limit, leaf=leaf)
 
     def describe(self) -> str:
         s = self.kind

@@ -13,8 +13,12 @@ from dataclasses import dataclass
 from ..errors import ConfigError, OvssimError
 
 _IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")          # IFNAMSIZ-1 = 15
-_NSNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_HOST = re.compile(r"^(?:[A-Za-z0-9_.-]+@)?[A-Za-z0-9][A-Za-z0-9.:-]{0,253}$")
+NSNAME_MAX = 64                     # our own limit for namespace names (ip netns allows NAME_MAX)
+_NSNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}$" % (NSNAME_MAX - 1))
+_HOST = re.compile(r"^(?:[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")
+# an ssh endpoint: [user@]host[:port], host a DNS name, an IPv4 address or [an IPv6 address]
+_SSH = re.compile(r"^(?P<dest>(?:[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}@)?"
+                  r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]))(?::(?P<port>\d{1,5}))?$")
 
 
 class CommandError(OvssimError):
@@ -38,6 +42,20 @@ def check_name(value: str, kind: str = "interface", *, file: str | None = None,
         raise ConfigError(f"{kind} name {value!r} is not valid", file=file, key=key,
                           fix=f"use {limit}")
     return value
+
+
+def ssh_prefix(spec, *, file: str | None = None, key: str | None = None) -> list[str]:
+    """The command prefix for an ssh endpoint given as ``[user@]host[:port]``.
+
+    Only a destination is accepted -- no ssh options (``-o ProxyCommand=...`` runs a local
+    command), no command: the collector adds ``-o BatchMode=yes`` (never wait for a password)."""
+    m = _SSH.match(spec) if isinstance(spec, str) else None
+    port = int(m["port"]) if m and m["port"] else None
+    if m is None or (port is not None and not 1 <= port <= 65535):
+        raise ConfigError(f"ssh endpoint {spec!r} is not [user@]host[:port]", file=file, key=key,
+                          fix='write e.g. "user@host1" or "user@192.0.2.1:2222" (no ssh options)')
+    dest = m["dest"].replace("[", "").replace("]", "")
+    return ["ssh", "-o", "BatchMode=yes"] + (["-p", str(port)] if port else []) + [dest]
 
 
 @dataclass

@@ -11,22 +11,28 @@ Layout of a campaign directory (documented in data/README.md)::
 
 The journal is the commit point.  A run's samples are written first (to a
 temporary name, then renamed); then its record is appended to ``runs.jsonl``
-with a single ``write`` on an ``O_APPEND`` descriptor followed by ``fsync``.
-A kill at any moment therefore leaves at most a torn last line, which
-:func:`read_journal` drops, so the run in progress is lost and nothing else.
+with a single ``write`` on an ``O_APPEND`` descriptor followed by ``fsync``
+(:mod:`ovssim.journal`, shared with the sweep store).  A kill at any moment
+therefore leaves at most a torn last line, which :func:`read_journal` skips and
+:meth:`CampaignStore.create` cuts off before anything is appended, so the run in
+progress is lost and nothing else.
+
+A run may have several records: a failed attempt is retried on ``--resume``
+and the new record appended; the last record of a run is the one that counts.
 """
 from __future__ import annotations
 
 import csv
 import gzip
+import fcntl
 import io
-import json
 import os
 from pathlib import Path
 
 import pandas as pd
 
-from ..errors import DataError
+from .. import journal
+from ..errors import DataError, OvssimError
 
 JOURNAL = "runs.jsonl"
 RESULTS = "results.csv.gz"
@@ -58,28 +64,50 @@ class CampaignStore:
         self.dir = Path(out)
         self.samples_dir = self.dir / "samples"
 
-    def create(self) -> None:
-        self.samples_dir.mkdir(parents=True, exist_ok=True)
+    def create(self) -> int:
+        """Make the directory (or say why it cannot be written), cut a torn journal tail and
+        remove temporary files a killed writer left; returns the torn bytes removed."""
+        try:
+            self.samples_dir.mkdir(parents=True, exist_ok=True)
+            probe = self.dir / f".write-test{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+        except OSError as exc:
+            raise OvssimError(f"cannot write to {self.dir}: {exc.strerror} -- fix: choose a writable "
+                              "--out") from None
+        self._lock = open(self.dir / ".lock", "w")     # held until this process ends
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise OvssimError(f"another ovssim process is writing to {self.dir} -- fix: wait for it "
+                              "to finish (or stop it), or choose another --out") from None
+        for tmp in [*self.dir.glob(".*.tmp*"), *self.samples_dir.glob(".*.tmp*")]:
+            tmp.unlink(missing_ok=True)
+        return journal.cut_torn_tail(self.dir / JOURNAL)
 
     # -- journal ------------------------------------------------------------------------
     def records(self) -> list[dict]:
+        """The last record of every run (a retried run's failed attempts are history)."""
         return read_journal(self.dir / JOURNAL)
 
     def done_run_ids(self) -> set[str]:
-        return {r["run_id"] for r in self.records()}
+        """Runs that need no retry: succeeded, or skipped (with the reason in ``error``)."""
+        return {r["run_id"] for r in self.records() if r.get("status") in ("ok", "skipped")}
+
+    def attempts(self) -> dict[str, int]:
+        """How many records each run has in the journal (its attempts so far)."""
+        out: dict[str, int] = {}
+        for r in journal.iter_records(self.dir / JOURNAL):
+            out[r["run_id"]] = out.get(r["run_id"], 0) + 1
+        return out
 
     def append(self, record: dict, samples: dict | None = None) -> None:
         """Store one finished run: samples first, then the journal line (the commit)."""
         if samples:
             self.write_samples(record["run_id"], samples)
             record = dict(record, samples_file=f"samples/{record['run_id']}.csv.gz")
-        line = (json.dumps(record, sort_keys=True, default=float) + "\n").encode()
-        fd = os.open(self.dir / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        journal.append(self.dir / JOURNAL, record, sort_keys=True, default=float)
 
     def write_samples(self, run_id: str, samples: dict) -> None:
         buf = io.StringIO()
@@ -109,23 +137,13 @@ class CampaignStore:
 
 
 def read_journal(path: str | Path) -> list[dict]:
-    """Records of a journal; a torn last line (killed mid-write) is dropped, others must parse."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    lines = path.read_bytes().split(b"\n")
-    out = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            if i == len(lines) - 1:   # the unterminated last line: the run in progress
-                break
-            raise DataError(f"{path}: line {i + 1} is corrupt (not JSON); the file was edited or "
-                            "damaged -- remove that line to keep the other runs") from None
-    return out
+    """The last record of every run, in journal order; a torn last line (killed mid-write) is
+    skipped, any other damaged line is a DataError."""
+    last: dict[str, dict] = {}
+    for rec in journal.iter_records(path):
+        last.pop(rec.get("run_id"), None)      # a retry moves the run to where it last ran
+        last[rec.get("run_id")] = rec
+    return list(last.values())
 
 
 def records_to_frame(records: list[dict]) -> pd.DataFrame:

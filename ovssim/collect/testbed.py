@@ -25,6 +25,7 @@ import atexit
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -33,8 +34,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from . import bounds
 from .ovs import PrivateOVS, kernel_datapath_available
-from .shell import check_name, run, which
+from .qos import PROBE_NS
+from .store import atomic_write_text
+from .shell import NSNAME_MAX, check_name, run, which
 
 STATE_DIR = Path(os.environ.get("OVSSIM_STATE_DIR", "/run/ovssim"))
 
@@ -54,31 +58,32 @@ class TestbedSpec:
     vif_type: str = "system"     # OVS port type of the VIFs: system (AF_PACKET) | afxdp
 
     @classmethod
-    def from_dict(cls, d: dict, *, file=None) -> "TestbedSpec":
+    def from_dict(cls, d: dict, *, file=None, check: bool = True) -> "TestbedSpec":
+        """A spec from a [testbed] table; ``check=False`` only refuses unknown settings."""
         allowed = {f for f in cls.__dataclass_fields__}
         bad = set(d) - allowed - {"prefix"}
         if bad:
             raise ConfigError(f"unknown testbed setting(s) {sorted(bad)}", file=file, key="testbed",
                               fix=f"use only {sorted(allowed)}")
         spec = cls(**{k: v for k, v in d.items() if k in allowed})
-        spec.validate(file=file)
+        if check:
+            spec.validate(file=file)
         return spec
 
     def validate(self, *, file=None) -> None:
         if self.bridge not in ("ovs", "linux"):
             raise ConfigError(f"bridge must be 'ovs' or 'linux', not {self.bridge!r}", file=file,
                               key="bridge")
-        if not isinstance(self.chain, int) or not 1 <= self.chain <= 16:
-            raise ConfigError(f"chain must be an integer 1..16, not {self.chain!r}", file=file,
-                              key="chain")
+        bounds.whole(self.chain, 1, 16, file=file, key="chain")
+        bounds.whole(self.vms, 2, 32, file=file, key="vms")
+        bounds.whole(self.mtu, *bounds.MTU, file=file, key="mtu")
+        bounds.flag(self.vm_tx_offload, file=file, key="vm_tx_offload")
         if self.link not in ("patch", "veth"):
             raise ConfigError(f"link must be 'patch' or 'veth', not {self.link!r}", file=file,
                               key="link")
         if self.bridge == "linux" and self.link == "patch" and self.chain > 1:
             raise ConfigError("a Linux bridge has no patch ports", file=file, key="link",
                               fix='use link = "veth" for chained Linux bridges')
-        if not isinstance(self.vms, int) or not 2 <= self.vms <= 32:
-            raise ConfigError(f"vms must be an integer 2..32, not {self.vms!r}", file=file, key="vms")
         if self.vif_type not in ("system", "afxdp"):
             raise ConfigError(f"vif_type must be 'system' or 'afxdp', not {self.vif_type!r}",
                               file=file, key="vif_type")
@@ -89,13 +94,26 @@ class TestbedSpec:
             raise ConfigError(f"datapath must be auto, netdev or system, not {self.datapath!r}",
                               file=file, key="datapath")
         try:
+            if not isinstance(self.subnet, str):
+                raise TypeError
             net = ipaddress.ip_network(self.subnet)
-        except ValueError:
+        except (TypeError, ValueError):
             raise ConfigError(f"subnet {self.subnet!r} is not an IP network", file=file,
                               key="subnet", fix='e.g. "10.77.0.0/24"') from None
+        if not net.is_private:
+            raise ConfigError(f"subnet {self.subnet} is not a private network", file=file, key="subnet",
+                              fix='use a private range such as "10.77.0.0/24" (it exists only inside the testbed)')
         if net.num_addresses < self.vms + 2:
             raise ConfigError(f"subnet {self.subnet} is too small for {self.vms} VMs", file=file,
                               key="subnet")
+
+    def ports(self) -> list[str]:
+        """Every bridge port in the switch namespace: the VIFs and the ends of veth links."""
+        ports = [f"vif{i}" for i in range(1, self.vms + 1)]
+        if self.chain > 1 and self.link == "veth":
+            for k in range(self.chain - 1):
+                ports += [f"lk{k}a", f"lk{k}b"]
+        return ports
 
     def key(self) -> tuple:
         link = self.link if self.chain > 1 else "-"
@@ -111,6 +129,18 @@ class TestbedSpec:
 
 
 _ACTIVE: dict[str, "Testbed"] = {}
+_NAME_TAIL = "-xxxxxx-vm32"   # what a testbed adds to its prefix: "-<6 hex>" and "-sw" / "-vm<i>"
+
+
+def check_prefix(prefix, *, file=None, key="prefix") -> str:
+    """A testbed name prefix whose every namespace name will be valid (checked before any run)."""
+    check_name(prefix, "namespace", file=file, key=key)
+    room = NSNAME_MAX - len(_NAME_TAIL)
+    if len(prefix) > room:
+        raise ConfigError(f"prefix {prefix!r} is {len(prefix)} characters: the testbed's namespaces "
+                          f"(PREFIX{_NAME_TAIL}) would be longer than {NSNAME_MAX}", file=file, key=key,
+                          fix=f"use a prefix of at most {room} characters")
+    return prefix
 
 
 def _teardown_all() -> None:
@@ -130,10 +160,10 @@ class Testbed:
 
     def __init__(self, spec: TestbedSpec, prefix: str = "ovss", name: str | None = None):
         spec.validate()
-        check_name(prefix, "namespace", key="prefix")
+        check_prefix(prefix)
         self.spec = spec
         self.name = name or f"{prefix}-{uuid.uuid4().hex[:6]}"
-        check_name(self.name + "-vm00", "namespace")
+        check_name(self.name + f"-vm{spec.vms}", "namespace")
         self.sw = f"{self.name}-sw"
         self.vm_ns = [f"{self.name}-vm{i}" for i in range(1, spec.vms + 1)]
         net = ipaddress.ip_network(spec.subnet)
@@ -160,11 +190,7 @@ class Testbed:
 
     def ports(self) -> list[str]:
         """Every bridge port in the switch namespace (VIFs and link ends)."""
-        ports = [self.vif(i) for i in range(1, self.spec.vms + 1)]
-        if self.spec.chain > 1 and self.spec.link == "veth":
-            for k in range(self.spec.chain - 1):
-                ports += [f"lk{k}a", f"lk{k}b"]
-        return ports
+        return self.spec.ports()
 
     def _bridge_of_vm(self, i: int) -> str:
         return self.bridges[0] if i == 1 else self.bridges[-1]
@@ -179,16 +205,34 @@ class Testbed:
         if os.geteuid() != 0:
             raise ConfigError("building a testbed needs root (network namespaces, veth, OVS)",
                               fix="run as root, e.g. sudo ovssim ...")
+        taken = [ns for ns in self.namespaces() if Path(f"/run/netns/{ns}").exists()]
+        if taken:
+            raise ConfigError(f"network namespace {taken[0]} already exists", fix="choose another prefix")
         _ACTIVE[self.name] = self
         self.is_up = True
+        # everything this testbed writes (OVS database, sockets, logs, tools' temp files) goes in
+        # here; the state is saved before anything is built, so a SIGKILL at any point leaves a
+        # record that reap_stale() can clean up from
         self.workdir = Path(tempfile.mkdtemp(prefix=f"ovssim-{self.name}-"))
         try:
+            self._save_state()
             self._build()
         except BaseException:
             self.down()
             raise
-        self._save_state()
         return self
+
+    def namespaces(self) -> list[str]:
+        """Every namespace this testbed creates."""
+        return [self.sw] + self.vm_ns
+
+    def detach(self) -> None:
+        """Leave the testbed up after this process ends (``ovssim testbed up``); ``testbed down``
+        removes it."""
+        self._save_state(detached=True)
+        _ACTIVE.pop(self.name, None)
+        if self.ovs is not None:
+            self.ovs._procs.clear()   # leave the daemons running
 
     def _ns_add(self, ns: str) -> None:
         run(["ip", "netns", "add", ns])
@@ -297,14 +341,12 @@ class Testbed:
                 self.ovs.stop()
             finally:
                 self.ovs = None
-        for ns in reversed(self.created_ns):
-            run(["ip", "netns", "del", ns], check=False)
+        if self.workdir is not None:
+            # by name, not by what was recorded: a signal between "ip netns add" (or a daemon's
+            # start) and its bookkeeping must not leave it behind; the names are this testbed's
+            # own (up() refused to start if any existed)
+            teardown_saved(self._state())
         self.created_ns.clear()
-        if self.workdir and self.workdir.exists():
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        state = STATE_DIR / f"{self.name}.json"
-        if state.exists():
-            state.unlink()
         _ACTIVE.pop(self.name, None)
         self.is_up = False
 
@@ -316,18 +358,14 @@ class Testbed:
         return False
 
     # -- state for the CLI ------------------------------------------------------------------
-    def _save_state(self) -> None:
-        try:
-            STATE_DIR.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return
-        pids = [p.pid for p in self.ovs._procs] if self.ovs else []
-        state = {"name": self.name, "spec": asdict(self.spec), "namespaces": self.created_ns,
-                 "workdir": str(self.workdir), "ovs_pids": pids, "owner_pid": os.getpid(),
-                 "vm_ip": self.vm_ip, "notes": self.notes}
-        tmp = STATE_DIR / f".{self.name}.json.tmp"
-        tmp.write_text(json.dumps(state, indent=1))
-        os.replace(tmp, STATE_DIR / f"{self.name}.json")
+    def _state(self, detached: bool = False) -> dict:
+        return {"name": self.name, "spec": asdict(self.spec), "namespaces": self.namespaces(),
+                "workdir": str(self.workdir), "owner_pid": os.getpid(),
+                "vm_ip": self.vm_ip, "notes": self.notes, "detached": detached}
+
+    def _save_state(self, detached: bool = False) -> None:
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(STATE_DIR / f"{self.name}.json", json.dumps(self._state(detached), indent=1))
 
     def status(self) -> dict:
         out = {"name": self.name, "bridge": self.spec.bridge, "chain": self.spec.chain,
@@ -342,10 +380,37 @@ def saved_testbeds() -> list[dict]:
     out = []
     for p in sorted(STATE_DIR.glob("*.json")):
         try:
-            out.append(json.loads(p.read_text()))
+            st = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
+        # only what _save_state wrote: a dict named after its file (never a path elsewhere)
+        if isinstance(st, dict) and st.get("name") == p.stem and isinstance(st.get("namespaces", []), list):
+            out.append(st)
     return out
+
+
+def owner_alive(state: dict) -> bool:
+    """True while the process that built the testbed runs and still owns it (not detached)."""
+    owner = state.get("owner_pid")
+    return bool(owner) and not state.get("detached") and _pid_alive(owner)
+
+
+def _pids_using(workdir: str) -> list[int]:
+    """Processes whose command line names ``workdir``: the testbed's own OVS daemons (their
+    sockets, database and logs are all in it), never a system OVS."""
+    if not workdir or workdir in ("/", "/tmp"):
+        return []
+    key = workdir.encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if key in proc.joinpath("cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
 
 
 def _pid_alive(pid: int) -> bool:
@@ -359,24 +424,28 @@ def _pid_alive(pid: int) -> bool:
 
 
 def teardown_saved(state: dict) -> None:
-    """Tear down a testbed from its saved state (another process built it)."""
-    for pid in state.get("ovs_pids", []):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
+    """Tear down a testbed from its state: one another (killed) process built, or the rest of
+    this process's own after a signal cut its bookkeeping short."""
+    pids = set(_pids_using(state.get("workdir", "")))
+    for ns in state.get("namespaces", []):     # traffic tools a killed collector left running
+        if not Path(f"/run/netns/{ns}").exists():
             continue
-        if state["workdir"].encode() in cmdline:  # only our own daemons, never a system OVS
-            try:
-                os.killpg(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            _reap(pid)
+        res = run(["ip", "netns", "pids", ns], check=False, timeout=10)
+        pids |= {int(x) for x in res.stdout.split() if x.isdigit()}
+    pids.discard(os.getpid())
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+    for pid in pids:
+        _reap(pid)
     for ns in reversed(state.get("namespaces", [])):
-        run(["ip", "netns", "del", ns], check=False)
-    shutil.rmtree(state.get("workdir", "/nonexistent"), ignore_errors=True)
-    p = STATE_DIR / f"{state['name']}.json"
-    if p.exists():
-        p.unlink()
+        if Path(f"/run/netns/{ns}").exists():
+            run(["ip", "netns", "del", ns], check=False)
+    if state.get("workdir"):
+        shutil.rmtree(state["workdir"], ignore_errors=True)
+    (STATE_DIR / f"{state['name']}.json").unlink(missing_ok=True)
 
 
 def _reap(pid: int, timeout: float = 5.0) -> None:
@@ -392,14 +461,23 @@ def _reap(pid: int, timeout: float = 5.0) -> None:
             if not _pid_alive(pid):
                 return
         time.sleep(0.05)
+    try:                  # it ignored SIGTERM
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def reap_stale() -> list[str]:
     """Tear down testbeds whose owning process died without cleaning up (e.g. SIGKILL)."""
     reaped = []
     for st in saved_testbeds():
-        owner = st.get("owner_pid")
-        if owner and not _pid_alive(owner) and not st.get("detached"):
+        if not st.get("detached") and not owner_alive(st):
             teardown_saved(st)
             reaped.append(st["name"])
+    # scratch namespaces of a qdisc probe whose process died (qos.probe_qdiscs names them by pid)
+    listing = run(["ip", "netns", "list"], check=False, timeout=10).stdout
+    for ns in re.findall(rf"^({re.escape(PROBE_NS)}(\d+)-[0-9a-f]{{8}})\b", listing, re.M):
+        if not _pid_alive(int(ns[1])):
+            run(["ip", "netns", "del", ns[0]], check=False)
+            reaped.append(ns[0])
     return reaped

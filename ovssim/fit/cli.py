@@ -238,7 +238,7 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
     from .calibrate import (Param, SimulationModel, calibrate, overrides_for, parse_mapping,
                             targets_from_samples, targets_from_table)
     from .profile_writer import build_profile, data_entry, write_profile
-    from .samples import apply_where, read_campaign_samples, read_table
+    from .samples import apply_where, campaign_table, read_campaign_samples, read_table
     p = Path(data)
     sel = _kv(where, "--where")
     mapping = [parse_mapping(t) for t in target_specs]
@@ -247,10 +247,11 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
     targets = []
     if from_table:
         if p.is_dir():
-            df = read_table(p / "results.csv") if (p / "results.csv").exists() else None
-            if df is None:
-                raise DataError(f"{p}: no results.csv yet -- fix: let the campaign finish "
+            table = campaign_table(p)
+            if table is None:
+                raise DataError(f"{p}: no results.csv.gz yet -- fix: let the campaign finish "
                                 "(the collector rebuilds it at the end of a session)")
+            df = read_table(table)
         else:
             df = read_table(p)
         df = apply_where(df, sel, file=str(data))

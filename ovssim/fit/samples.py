@@ -91,7 +91,7 @@ def check_delays(values, *, unit: str | None = "s", what: str = "delay samples",
 
 def read_campaign_samples(d: Path) -> pd.DataFrame:
     """A collector campaign directory's raw samples (``samples/*.csv.gz``: run_id, series,
-    index, value, unit -- data/README.md), joined with the run columns of ``results.csv``."""
+    index, value, unit -- data/README.md), joined with the run columns of ``results.csv.gz``."""
     files = sorted((d / "samples").glob("*.csv*"))
     if not files:
         raise DataError(f"{d}: a directory without samples/*.csv.gz -- fix: point at a campaign "
@@ -105,7 +105,7 @@ def read_campaign_samples(d: Path) -> pd.DataFrame:
 
 def _run_columns(d: Path) -> pd.DataFrame | None:
     """One row of run columns per run: from the journal ``runs.jsonl`` (always complete, also
-    while a campaign is running), else from ``results.csv``."""
+    while a campaign is running), else from ``results.csv.gz``."""
     import json
     journal = d / "runs.jsonl"
     if journal.exists():
@@ -118,12 +118,18 @@ def _run_columns(d: Path) -> pd.DataFrame | None:
             recs.append({k: v for k, v in rec.items() if not isinstance(v, (dict, list))})
         if recs:
             return pd.DataFrame(recs).drop(columns=["samples_file", "error"], errors="ignore") \
-                .drop_duplicates("run_id")
-    res = d / "results.csv"
-    if res.exists():
+                .drop_duplicates("run_id", keep="last")     # a run retried on --resume: its last attempt
+    res = campaign_table(d)
+    if res is not None:
         runs = pd.read_csv(res).drop(columns=["metric", "value", "unit"], errors="ignore")
         return runs.drop_duplicates("run_id")
     return None
+
+
+def campaign_table(d: Path) -> Path | None:
+    """The tidy table of a collector campaign folder: ``results.csv.gz`` as the collector writes
+    it (data/README.md), or an uncompressed ``results.csv``; None before the first session ends."""
+    return next((d / n for n in ("results.csv.gz", "results.csv") if (d / n).is_file()), None)
 
 
 def apply_where(df: pd.DataFrame, where: dict | None, *, file: str | None = None) -> pd.DataFrame:

@@ -137,7 +137,9 @@ server_ip = "192.0.2.2"
         cp.load_campaign(write(tmp_path, text))
     ok = text.replace("vm2; reboot", "vm2").replace("qdisc = [\"none\", \"htb50\"]", "qdisc = [\"none\"]")
     c = cp.load_campaign(write(tmp_path, ok))
-    assert c.endpoints["client"] == ["ssh", "user@host1"]
+    assert c.endpoints["client"] == ["ssh", "-o", "BatchMode=yes", "user@host1"]
+    c = cp.load_campaign(write(tmp_path, ok.replace('["ssh", "user@host1"]', '"me@[2001:db8::1]:2222"')))
+    assert c.endpoints["client"] == ["ssh", "-o", "BatchMode=yes", "-p", "2222", "me@2001:db8::1"]
 
 
 @pytest.mark.parametrize("name,kind,ok", [
@@ -425,3 +427,25 @@ def test_leaf_and_tos_are_parsed_and_change_the_config_id(tmp_path):
 def test_leaf_and_tos_mistakes_are_one_clear_error(tmp_path, patch, match):
     with pytest.raises(ConfigError, match=match):
         cp.load_campaign(write(tmp_path, ALONGSIDE.format(order="interleaved").replace(*patch, 1)))
+
+
+def test_iperf3_json_import_uses_the_collectors_parser(tmp_path):
+    from ovssim.collect.importers import read_iperf3_json
+    from ovssim.collect.tools import iperf3
+    for name in ("iperf3_tcp.json", "iperf3_udp.json", "iperf3_tcp_p2.json"):
+        src = Path(__file__).parent / "samples" / name
+        parsed = iperf3.parse(src.read_text())
+        rec, samples = read_iperf3_json(src)
+        assert rec["tool"] == "iperf3" and rec["status"] == "ok"
+        assert rec["metrics"] == {k: [v, u] for k, (v, u) in parsed.metrics.items()}
+        assert samples == parsed.samples
+        doc = json.loads(src.read_text())
+        assert rec["proto"] == doc["start"]["test_start"]["protocol"].lower()
+        assert rec["streams"] == doc["start"]["test_start"]["num_streams"]
+    out = tmp_path / "imp"
+    assert import_files([Path(__file__).parent / "samples" / "iperf3_tcp.json"], out, campaign="old") == 1
+    df = load_results(out)
+    thr = df[df.metric == "throughput"]["value"].item()
+    doc = json.loads((Path(__file__).parent / "samples" / "iperf3_tcp.json").read_text())
+    assert thr == doc["end"]["sum_received"]["bits_per_second"]
+    assert len(load_samples(out, "interval_throughput")) == len(doc["intervals"])

@@ -29,10 +29,13 @@ class ToolFailed(Exception):
 
 @dataclass
 class Target:
-    """Where a run goes: command prefixes of both endpoints and the server's address."""
+    """Where a run goes: command prefixes of both endpoints and the server's address.
+
+    ``workdir`` holds the tools' temporary files (the testbed's work folder, removed with it)."""
     client: list
     server: list
     server_ip: str
+    workdir: str | None = None
 
 
 class Server:

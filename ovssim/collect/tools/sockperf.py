@@ -66,7 +66,7 @@ def parse_full_log(text: str) -> list[float]:
 
 def run(target: Target, *, duration: float, size: int = 64, proto: str = "udp",
         port: int = PORT, max_samples: int = 20000) -> ToolResult:
-    fd, log = tempfile.mkstemp(prefix="ovssim-sockperf-", suffix=".csv")
+    fd, log = tempfile.mkstemp(prefix="sockperf-", suffix=".csv", dir=target.workdir)
     os.close(fd)
     tcp = ["--tcp"] if proto == "tcp" else []
     argv = ["sockperf", "ping-pong", "-i", target.server_ip, "-p", str(port), "-t",

@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from ...errors import ConfigError
-from ..campaign import _raise_interrupt, load_campaign
+from ..campaign import load_campaign
+from ..signals import signals_interrupt
 from ..shell import CommandError
 from ..store import atomic_write_text
 from .instance import IO, UmlInstance
@@ -62,16 +62,14 @@ def run_campaign_uml(path, out=None, *, resume=False, overrides=None, log=print,
            "PYTHONPATH": str(PROJECT_ROOT)}
     t0, load0 = time.monotonic(), os.getloadavg()[0]
     # SIGTERM / SIGHUP end the instance like Ctrl-C does (the host collector's own rule)
-    old = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        inst.start(argv, env=env, cwd=str(PROJECT_ROOT), files={Path(path).name: camp.text})
-        log(f"UML instance {inst.name} ({inst.kernel.describe()}) booted; collecting into {out}")
-        res = _follow(inst, budget, log)
-        leaks = inst.leaks()
-    finally:
-        inst.stop(grace=0)
-        for s, h in old.items():
-            signal.signal(s, h)
+    with signals_interrupt():
+        try:
+            inst.start(argv, env=env, cwd=str(PROJECT_ROOT), files={Path(path).name: camp.text})
+            log(f"UML instance {inst.name} ({inst.kernel.describe()}) booted; collecting into {out}")
+            res = _follow(inst, budget, log)
+            leaks = inst.leaks()
+        finally:
+            inst.stop(grace=0)
     _annotate(out, inst, time.monotonic() - t0, leaks, (load0, os.getloadavg()[0]))
     if leaks:
         log(f"warning: the instance wrote into host paths it should not have: {', '.join(leaks)}")
