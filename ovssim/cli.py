@@ -24,8 +24,8 @@ LAZY = {
     "import-data": ("ovssim.collect.cli", "import_data", "import Flent or CSV sample files into the tidy format"),
     "fit": ("ovssim.fit.cli", "fit", "fit delay distributions and calibrate profiles"),
     "validate": ("ovssim.validate.cli", "validate", "compare the simulator with measured data"),
-    "sweep": ("ovssim.sweep_cli", "sweep", "run a grid of scenarios in parallel"),
-    "whatif": ("ovssim.sweep_cli", "whatif", "rank qdiscs for a scenario"),
+    "sweep": ("ovssim.sweep.cli", "sweep", "run a grid of scenarios in parallel"),
+    "whatif": ("ovssim.sweep.cli", "whatif", "rank qdiscs for a scenario"),
 }
 
 
