@@ -165,16 +165,16 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
                 raise _err(file, f"{sec}.{t.get('name', '')}.{k}".replace("..", "."),
                            f"unknown key {k!r} in [{sec}]", f"[{sec}] takes: {', '.join(sorted(keys))}")
     name = sc.get("name") or (Path(file).stem if file != "<memory>" else "scenario")
-    duration = _conv(file, "scenario.duration", units.time, sc.get("duration", "10s"))
+    duration = _conv(file, "scenario.duration", units.duration, sc.get("duration", "10s"))
     warmup = _conv(file, "scenario.warmup", units.time, sc.get("warmup", 0))
-    if duration <= 0:
-        raise _err(file, "scenario.duration", "duration must be > 0", 'write e.g. duration = "10s"')
-    reps = sc.get("reps", 10)
-    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
-        raise _err(file, "scenario.reps", f"reps must be a whole number >= 1, got {reps!r}", "write e.g. reps = 10")
-    seed = sc.get("seed", 1)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise _err(file, "scenario.seed", f"seed must be a whole number >= 0, got {seed!r}", "write e.g. seed = 1")
+    reps = _conv(file, "scenario.reps", lambda v: units.whole(v, "reps", 1), sc.get("reps", 10))
+    seed = _conv(file, "scenario.seed", lambda v: units.whole(v, "seed", 0, units.SEED_MAX), sc.get("seed", 1))
+    trace_every = _conv(file, "scenario.trace_every", lambda v: units.whole(v, "trace_every", 0),
+                        sc.get("trace_every", 0))
+    profile = sc.get("profile", "default")
+    if not isinstance(profile, str) or not profile.strip():
+        raise _err(file, "scenario.profile", f"profile must name a profile, got {profile!r}",
+                   'write e.g. profile = "thesis_kvm" (a name in calibration/, a path, or "default")')
     params = data.get("params", {})
     if not isinstance(params, dict):
         raise _err(file, "params", "[params] must be a table", 'write [params] "ovs.upcall" = "80us"')
@@ -188,7 +188,7 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
             raise _err(file, f"host.{n}.cores", f"cores must be 1..1024, got {c!r}", "write e.g. cores = 4")
     switches = _names(_list(data, "switch", file), "switch", file)
     for n, s in switches.items():
-        s["latency"] = _conv(file, f"switch.{n}.latency", units.time, s.get("latency", "3us"))
+        s["latency"] = _conv(file, f"switch.{n}.latency", units.delay, s.get("latency", "3us"))
         if "buffer" in s:
             s["buffer"] = _conv(file, f"switch.{n}.buffer", units.size, s["buffer"])
     bridges = _names(_list(data, "bridge", file), "bridge", file)
@@ -266,13 +266,11 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         if nic.get("host") not in hosts:
             raise _err(file, f"nic.{n}.host", f"nic {n!r} is on unknown host {nic.get('host')!r}",
                        f"hosts are: {', '.join(hosts)}")
-        nic["rate"] = _conv(file, f"nic.{n}.rate", units.rate, nic.get("rate", "1gbit"))
-        if nic["rate"] <= 0:
-            raise _err(file, f"nic.{n}.rate", "a NIC rate must be > 0", 'write e.g. rate = "100mbit"')
+        nic["rate"] = _conv(file, f"nic.{n}.rate", units.link_rate, nic.get("rate", "1gbit"))
         if nic["rate"] > 400e9:
             raise _err(file, f"nic.{n}.rate", f"{units.fmt_rate(nic['rate'])} is beyond any Ethernet NIC",
                        'write e.g. rate = "10gbit"')
-        nic["prop_delay"] = _conv(file, f"nic.{n}.prop_delay", units.time, nic.get("prop_delay", "25ns"))
+        nic["prop_delay"] = _conv(file, f"nic.{n}.prop_delay", units.delay, nic.get("prop_delay", "25ns"))
         sw = nic.get("switch")
         if sw is not None and sw not in switches:
             raise _err(file, f"nic.{n}.switch", f"unknown switch {sw!r}", "define it as [[switch]]")
@@ -295,11 +293,13 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
             if w.get(end) not in vms:
                 raise _err(file, f"workload.{w['name']}.{end}", f"{end} = {w.get(end)!r} is not a [[vm]]",
                            f"VMs are: {', '.join(vms) or '(none defined)'}")
+        if w["from"] == w["to"]:
+            raise _err(file, f"workload.{w['name']}.to", f"from and to are both {w['to']!r}: no packet would "
+                       "cross the switch", "send between two different [[vm]]s")
     data["_members"] = members
     data["_uplinks"] = uplinks
     return Scenario(name=name, data=data, file=file, base_dir=base_dir or Path.cwd(), duration=duration,
-                    warmup=warmup, reps=reps, seed=seed, profile=sc.get("profile", "default"),
-                    trace_every=int(sc.get("trace_every", 0)))
+                    warmup=warmup, reps=reps, seed=seed, profile=profile, trace_every=trace_every)
 
 
 def _vlan_check(file, key, item) -> None:
