@@ -269,9 +269,12 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
         model = SimulationModel(scenario_path, params, reps=reps, seed=seed, pool=pool)
         with console.status(f"calibrating {len(params)} parameter(s) against {len(targets)} target(s)"):
             res = calibrate(model, params, targets, method=method, max_evals=max_evals, bootstrap=bootstrap)
-    finally:
+    except BaseException:
         if pool is not None:
-            pool.close()
+            pool.close(kill=True)           # interrupted or failed: no worker left behind
+        raise
+    if pool is not None:
+        pool.close()
     t = Table(title=f"calibration ({res.evaluations} simulations, objective {res.objective:.3g})")
     for c in ("parameter", "value", "std", "95% CI"):
         t.add_column(c)

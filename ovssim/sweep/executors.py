@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 from ..errors import ConfigError, OvssimError
+from ..runner import shutdown_pool
 from .worker import run_task
 
 
@@ -79,8 +80,10 @@ def _run_local(tasks, emit, workers: int, max_tasks_per_child: int = 200):
                     retry.append(t)
                 pool.shutdown(wait=True, cancel_futures=True)
                 pool = _pool(workers, max_tasks_per_child)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        shutdown_pool(pool, kill=True)          # interrupted (Ctrl-C, SIGTERM, SIGHUP): no worker left behind
+        raise
+    shutdown_pool(pool, kill=False)
 
 
 def dask_client(address: str, workers: int):

@@ -17,12 +17,13 @@ class Progress:
         self.last_log = self.t0
         self.bar = None
         if self.tty:
+            from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn,
                                        TimeElapsedColumn, TimeRemainingColumn)
             self.bar = RichProgress(TextColumn(name), BarColumn(), MofNCompleteColumn(),
                                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                                     TextColumn("elapsed,"), TimeRemainingColumn(), TextColumn("left"),
-                                    transient=True)
+                                    transient=True, console=Console(stderr=True))
             self.bar.start()
             self.task = self.bar.add_task("runs", total=total, completed=already, rate="")
 

@@ -88,7 +88,7 @@ def test_cli_runs_the_tests_separately(tmp_path):
     def stream_throughput(*extra):
         out = tmp_path / "out.csv"
         r = subprocess.run([sys.executable, "-m", "ovssim", "run", str(sc), "--format", "csv", "--out", str(out),
-                            *extra], capture_output=True, text=True)
+                            "--force", *extra], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         rows = list(csv.DictReader(out.open()))
         return rows, next(float(x["mean"]) for x in rows if x["workload"] == "stream" and x["metric"] == "throughput")
