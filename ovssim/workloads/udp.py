@@ -78,11 +78,12 @@ class IperfUdp(Workload):
                               key=f"workload.{t.get('name')}.{sorted(bad)[0]}",
                               fix="iperf UDP takes: b (rate), l (length), t (time), start, tos, port")
         try:
-            return cls(rate_bps=units.rate(t.get("b", "1mbit")), length=int(units.size(t.get("l", 1470))),
-                       duration=units.time(t["t"]) if "t" in t else None,
-                       start=units.time(t.get("start", 0)), tos=int(t.get("tos", 0)),
-                       port=int(t.get("port", IPERF_PORT)), name=t.get("name"),
-                       trace_every=int(t.get("trace_every", 0)))
+            return cls(rate_bps=units.link_rate(t.get("b", "1mbit"), "iperf -b"),
+                       length=int(units.size(t.get("l", 1470), "iperf -l")),
+                       duration=units.duration(t["t"], "iperf -t") if "t" in t else None,
+                       start=units.time(t.get("start", 0), "start"), tos=units.whole(t.get("tos", 0), "iperf -S (tos)", 0, 255),
+                       port=units.whole(t.get("port", IPERF_PORT), "iperf -p (port)", 1, 65535), name=t.get("name"),
+                       trace_every=units.whole(t.get("trace_every", 0), "trace_every", 0))
         except ConfigError:
             raise
         except (ValueError, TypeError) as exc:
