@@ -53,7 +53,7 @@ class DelayStats:
     those of the raw values, to the bit.
     """
 
-    CAPACITY = 1 << 17                   # ~4 MB of Python floats per stream at most
+    CAPACITY = 1 << 17                   # at most ~4 MB of buffered Python floats and 1 MB of sample per stream
     ALPHA = 1e-3
     _LOG_GAMMA = float(np.log((1 + ALPHA) / (1 - ALPHA)))
     _LOW, _HIGH = 1e-9, 1e7              # seconds: the histogram's range (below: counted as LOW)
@@ -69,7 +69,7 @@ class DelayStats:
         self._mean = self._m2 = 0.0
         self.min, self.max = float("inf"), float("-inf")
         self._counts = None
-        self._kept: list = []
+        self._kept = np.empty(0)
         self._stride = 1
 
     @property
@@ -94,8 +94,8 @@ class DelayStats:
             self._counts = np.zeros(self._KMAX - self._KMIN + 1, np.int64)
         keys = np.ceil(np.log(np.clip(x, self._LOW, self._HIGH)) / self._LOG_GAMMA).astype(np.int64) - self._KMIN
         self._counts += np.bincount(keys, minlength=self._counts.size)
-        self._kept.extend(x[(-n) % self._stride::self._stride].tolist())   # global indexes divisible by stride
-        while len(self._kept) > self.capacity:
+        self._kept = np.concatenate([self._kept, x[(-n) % self._stride::self._stride]])   # indexes divisible by stride
+        while self._kept.size > self.capacity:
             self._kept = self._kept[::2]
             self._stride *= 2
         self.n = n + m
@@ -128,7 +128,7 @@ class DelayStats:
         if not self.n:
             return np.asarray(self.values, float)
         self.fold()
-        return np.asarray(self._kept, float)
+        return self._kept.copy()
 
 
 def ci95(values) -> tuple[float, float, float]:
