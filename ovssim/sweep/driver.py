@@ -1,11 +1,11 @@
 """run_sweep: the store, the executor and the progress, put together."""
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..atomic import write_atomic
 from ..errors import ConfigError
 from .executors import _run_dask, _run_inprocess, _run_local
 from .progress import Progress
@@ -73,7 +73,5 @@ def run_sweep(sweep, out, *, workers: int | None = None, dask: str | None = None
     report = SweepReport(Path(out), sweep.total, skipped, bar.new, failed, secs, workers, executor)
     if summary:
         df, _ = load_results(out)
-        tmp = Path(out) / (SUMMARY + ".tmp")
-        summarise_results(df).to_csv(tmp, index=False)
-        os.replace(tmp, Path(out) / SUMMARY)
+        write_atomic(Path(out) / SUMMARY, summarise_results(df).to_csv(index=False), what="summary")
     return report
