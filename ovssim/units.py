@@ -22,7 +22,7 @@ import re
 
 from .errors import UnitError
 
-RATE_MIN = 8.0          # bit/s: 1 byte/s, the kernel's resolution (struct tc_ratespec counts bytes per second)
+RATE_MIN = 1.0          # bit/s: the smallest rate ovs-vsctl takes (OVS clamps an HTB min-rate up to one MTU/s)
 RATE_MAX = 1.6e12       # bit/s: twice the fastest Ethernet (IEEE 802.3df, 800 Gbit/s)
 TIME_MAX = 1e6          # s (11.6 days): float64 simulated time still resolves 1 ns there
 DURATION_MIN = 1e-3     # s: a traffic run shorter than 1 ms measures nothing (a host's RTT is ~20-50 us)

@@ -279,7 +279,7 @@ def _flag_cases():
             yield f"sweep{flag}={v}", sw + [flag, v]
     va = ["validate", "--fast", "--only", "thesis", "--report", "OUT/report.md"]
     for flag, values in {"--reps": [0, -1, BIG], "--max-evals": [-1, 0], "--workers": [0, -1],
-                         "--report": ["MISSINGDIR/report.md", "DIR"], "--only": ["nonsense"]}.items():
+                         "--report": ["EXISTING/report.md", "DIR"], "--only": ["nonsense"]}.items():
         for v in values:
             yield f"validate{flag}={v}", va + [flag, v]
     fs = ["fit", "samples", "SAMPLES"]
