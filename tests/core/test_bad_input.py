@@ -156,6 +156,12 @@ def _write(path: Path, content) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    """Every case runs in its own folder: an accepted case must not write default outputs into the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 def _run(argv, capsys, timeout=60.0):
     """``main(argv)`` under a timer: (exit status, stderr lines)."""
     def hang(*_):
