@@ -6,6 +6,9 @@ Before DelayStats every datagram's one-way delay was kept (~4.4 MB per simulated
 now the delays fold into bounded statistics once 131,072 are buffered, so the two peaks should be close.
 Printed: peak RSS of each, their difference per extra simulated second, and the wall time.
 Run: .venv/bin/python benchmarks/bench_memory.py [SHORT LONG]   (the 100 s run takes minutes)
+
+24 Nov 2026, this 2-core machine (shared, load ~8): 10 s -> 178.8 MiB (5.0 s wall), 100 s -> 181.8 MiB
+(70.8 s wall): 34 KiB per extra simulated second; 126,223 delay samples kept of 8.1 million.
 """
 from __future__ import annotations
 
