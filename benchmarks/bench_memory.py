@@ -8,7 +8,9 @@ Printed: peak RSS of each, their difference per extra simulated second, and the 
 Run: .venv/bin/python benchmarks/bench_memory.py [SHORT LONG]   (the 100 s run takes minutes)
 
 24 Nov 2026, this 2-core machine (shared, load ~8): 10 s -> 178.8 MiB (5.0 s wall), 100 s -> 181.8 MiB
-(70.8 s wall): 34 KiB per extra simulated second; 126,223 delay samples kept of 8.1 million.
+(70.8 s wall): 34 KiB per extra simulated second; 126,223 delay samples kept of 8.1 million.  The code
+before (main at 1e370a7, run with PYTHONPATH=main): 213.8 -> 604.3 MiB, 4,443 KiB per simulated second.
+Delay p99 of the 10 s run: 0.0676608 ms (histogram) against 0.0676445 ms (all values): 0.024 % apart.
 """
 from __future__ import annotations
 
