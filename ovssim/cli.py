@@ -10,13 +10,21 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
 
-from . import __version__
+from . import __version__, units
 from .errors import OvssimError
+
+# option types shared by every command: bounds from ovssim.units, checked before any work
+REPS = click.IntRange(1, units.COUNT_MAX)
+SEED = click.IntRange(0, units.SEED_MAX)
+WORKERS = click.IntRange(1, 4096)
+COUNT = click.IntRange(1, units.COUNT_MAX)
 
 LAZY = {
     "collect": ("ovssim.collect.cli", "collect", "gather real measurements through a real OVS/Linux bridge"),
@@ -24,8 +32,8 @@ LAZY = {
     "import-data": ("ovssim.collect.cli", "import_data", "import Flent or CSV sample files into the tidy format"),
     "fit": ("ovssim.fit.cli", "fit", "fit delay distributions and calibrate profiles"),
     "validate": ("ovssim.validate.cli", "validate", "compare the simulator with measured data"),
-    "sweep": ("ovssim.sweep_cli", "sweep", "run a grid of scenarios in parallel"),
-    "whatif": ("ovssim.sweep_cli", "whatif", "rank qdiscs for a scenario"),
+    "sweep": ("ovssim.sweep.cli", "sweep", "run a grid of scenarios in parallel"),
+    "whatif": ("ovssim.sweep.cli", "whatif", "rank qdiscs for a scenario"),
 }
 
 
@@ -77,23 +85,27 @@ def _fmt_table(summary) -> str:
 
 @cli.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--reps", type=click.IntRange(min=1), default=None, help="replications (default: the file's)")
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="base seed (default: the file's)")
+@click.option("--reps", type=REPS, default=None, help="replications (default: the file's)")
+@click.option("--seed", type=SEED, default=None, help="base seed (default: the file's)")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="write here instead of stdout")
+@click.option("--force", is_flag=True, help="replace --out if it exists")
 @click.option("--profile", default=None, help="calibration profile (name in calibration/, path, or 'default')")
 @click.option("--progress/--no-progress", default=None, help="progress display (default: when stderr is a terminal)")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
+@click.option("--workers", type=WORKERS, default=None,
               help="processes running replications (default: one per local core; results do not depend on it)")
 @click.option("--separately", is_flag=True,
               help="run each [[workload]] on its own, as the thesis ran its tests (system rows are per test)")
-def run(scenario, reps, seed, fmt, out, profile, progress, workers, separately):
+def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separately):
     """Run SCENARIO.toml and print throughput, RTT, jitter and loss with 95% CIs."""
+    from .atomic import check_output, write_atomic
     from .profile import Profile
     from .runner import local_cores, run_scenario
     from .scenario import load_scenario
+    if out is not None:
+        check_output(out, overwrite=force, what="--out")       # before the simulation, not after it
     sc = load_scenario(scenario)
-    prof = Profile.load(profile or sc.profile, relative_to=sc.base_dir)
+    prof = Profile.load(sc.profile if profile is None else profile, relative_to=sc.base_dir)
     if progress is None:
         progress = sys.stderr.isatty()
     kw = dict(reps=reps, seed=seed, progress=progress, profile=prof, workers=workers or local_cores())
@@ -108,10 +120,7 @@ def run(scenario, reps, seed, fmt, out, profile, progress, workers, separately):
     else:
         text = json.dumps(summary.to_dict(orient="records"), indent=1)
     if out:
-        try:
-            out.write_text(text)
-        except OSError as exc:
-            raise OvssimError(f"cannot write {out}: {exc.strerror}; choose a writable path") from None
+        write_atomic(out, text, overwrite=force, what="--out")
     else:
         click.echo(text, nl=not text.endswith("\n"))
 
@@ -134,14 +143,36 @@ def _run_separately(sc, kw):
             part = run_scenario(from_dict(data, file=sc.file, base_dir=sc.base_dir), pool=pool, **kw).summary
             part.loc[part["workload"] == "system", "workload"] = f"system ({wl['name']})"
             parts.append(part)
-    finally:
+    except BaseException:
         if pool is not None:
-            pool.close()
+            pool.close(kill=True)
+        raise
+    if pool is not None:
+        pool.close()
     return pd.concat(parts, ignore_index=True)
 
 
+def _interrupt(signum, _frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv=None) -> int:
-    """Entry point: run the CLI, turning user errors into one line and exit status 2."""
+    """Entry point: run the CLI, turning user errors into one line and exit status 2.
+
+    SIGTERM (``kill``, ``timeout``, batch schedulers, ``docker stop``) and SIGHUP (a closed terminal) are
+    handled as Ctrl-C: every command that started processes stops them before exiting."""
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, _interrupt)
+    try:
+        return _main(argv)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv) -> int:
     try:
         cli.main(args=argv, prog_name="ovssim", standalone_mode=False)
     except OvssimError as exc:
@@ -150,9 +181,11 @@ def main(argv=None) -> int:
     except click.exceptions.Abort:
         click.echo("ovssim: interrupted", err=True)
         return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
+    except click.ClickException as exc:          # a usage error: the same one-line form as every other
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        click.echo(f"ovssim: error: {exc.format_message()}{hint}", err=True)
+        return 2
     except KeyboardInterrupt:
         click.echo("ovssim: interrupted", err=True)
         return 130

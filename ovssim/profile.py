@@ -48,6 +48,8 @@ for _k in VIF_KINDS:
     SCHEMA[f"vif.{_k}.cpu_per_byte"] = "time"
 
 PROFILE_DIRS = (Path("calibration"),)
+TABLES = {"profile", "provenance", "fit", "params", "uncertainty", "sources"}
+PROFILE_KEYS = {"name", "description", "base", "ovssim_version"}
 
 
 def _read_toml(path: Path) -> dict:
@@ -62,6 +64,15 @@ class Profile:
         if not isinstance(data.get("profile"), dict) or "name" not in data["profile"]:
             raise ConfigError("missing [profile] table with a 'name'", file=source, key="profile.name",
                               fix='add [profile] name = "..."')
+        for table, known in ((data, TABLES), (data["profile"], PROFILE_KEYS)):
+            unknown = sorted(set(table) - known)
+            if unknown:
+                where = "the profile" if table is data else "[profile]"
+                raise ConfigError(f"unknown key {unknown[0]!r} in {where}", file=source, key=unknown[0],
+                                  fix=f"{where} takes: {', '.join(sorted(known))}")
+        if not isinstance(data["profile"]["name"], str) or not data["profile"]["name"].strip():
+            raise ConfigError("the profile's name must be a non-empty string", file=source, key="profile.name",
+                              fix='write [profile] name = "my_testbed"')
         if not isinstance(data.get("params", {}), dict):
             raise ConfigError("[params] must be a table", file=source, key="params",
                               fix='write [params] "dotted.name" = value')
@@ -94,14 +105,16 @@ class Profile:
                               "see ovssim/data/default_profile.toml for the parameter names")
         try:
             if kind == "dist":
-                Distribution(value, where=f"params.{key}")
+                mean = Distribution(value, where=f"params.{key}").mean()
+                if not mean <= units.DELAY_MAX:
+                    raise ValueError(f"its mean {mean!r} s is beyond the physical range of a per-packet delay "
+                                     f"(0 .. {units.fmt_time(units.DELAY_MAX)})")
             elif kind == "time":
                 units.time(value)
             elif kind == "size":
                 units.size(value)
             elif kind == "int":
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                    raise ValueError(f"{value!r} is not a whole number >= 1")
+                units.whole(value, key, 1)
             elif kind == "prob":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
                     raise ValueError(f"{value!r} is not a probability between 0 and 1")
@@ -121,8 +134,16 @@ class Profile:
     @classmethod
     def load(cls, ref: str | Path | None, *, relative_to: Path | None = None) -> "Profile":
         """A profile from ``"default"``, a file path, or a name found in ``calibration/``."""
+        return cls._load(ref, relative_to, ())
+
+    @classmethod
+    def _load(cls, ref, relative_to: Path | None, chain: tuple) -> "Profile":
+        """``chain``: the files already being loaded (a ``base`` naming one of them is a cycle)."""
         if ref is None or ref == "default":
             return cls.default()
+        if not isinstance(ref, (str, Path)) or not str(ref).strip():
+            raise ConfigError(f"profile {ref!r} names no profile", key="scenario.profile",
+                              fix="give 'default', a path to a profile TOML, or a name of a file in calibration/")
         path = Path(ref)
         candidates = [path]
         if relative_to is not None and not path.is_absolute():
@@ -132,12 +153,19 @@ class Profile:
             if relative_to is not None:
                 candidates += [relative_to / d / f"{ref}.toml" for d in PROFILE_DIRS]
                 candidates += [p / "calibration" / f"{ref}.toml" for p in relative_to.parents]
+        candidates.append(bundled_calibration() / f"{path.stem}.toml")
         for c in candidates:
             if c.is_file():
+                if c.resolve() in chain:
+                    raise ConfigError(f"profile {c} is its own base (through {len(chain)} profile(s))",
+                                      key="profile.base", fix="make one profile of the chain base = \"default\"",
+                                      file=str(c))
                 data = _read_toml(c)
-                base_ref = data.get("profile", {}).get("base", "default")
+                prof = data.get("profile", {})
+                base_ref = prof.get("base", "default") if isinstance(prof, dict) else "default"
                 base = None if base_ref in (None, "none") else (
-                    cls.default() if base_ref == "default" else cls.load(base_ref, relative_to=c.parent))
+                    cls.default() if base_ref == "default" else
+                    cls._load(base_ref, c.parent, chain + (c.resolve(),)))
                 return cls(data, source=str(c), base=base)
         raise ConfigError(f"profile {str(ref)!r} not found", key="scenario.profile",
                           fix="give 'default', a path to a profile TOML, or a name of a file in calibration/")
@@ -176,6 +204,12 @@ class Profile:
 
     def prob(self, key: str) -> float:
         return float(self.params[key])
+
+
+def bundled_calibration() -> Path:
+    """The calibrated profiles shipped inside the package (``calibration/`` of the source tree)."""
+    from .data import bundled
+    return bundled("calibration")
 
 
 def profile_key_pattern() -> re.Pattern:

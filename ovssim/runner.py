@@ -117,14 +117,25 @@ class ReplicationPool:
         ctx.set_forkserver_preload(["ovssim.runner"])
         self.executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
 
-    def close(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
+    def close(self, *, kill: bool = False) -> None:
+        shutdown_pool(self.executor, kill=kill)
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        self.close(kill=exc_type is not None)
+
+
+def shutdown_pool(executor, *, kill: bool) -> None:
+    """Shut a :class:`~concurrent.futures.ProcessPoolExecutor` down.  ``kill`` (an interrupt: Ctrl-C,
+    SIGTERM, SIGHUP, or an error) ends its workers at once, where a plain shutdown would wait for their
+    running replications; the forkserver exits with this process (it reads the parent's end of a pipe)."""
+    if kill:
+        for proc in list((getattr(executor, "_processes", None) or {}).values()):
+            if proc.is_alive():
+                proc.terminate()
+    executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _replications(sc: Scenario, profile: Profile, n: int, seed: int, workers: int, advance,
@@ -144,6 +155,7 @@ def _replications(sc: Scenario, profile: Profile, n: int, seed: int, workers: in
     if own:
         pool = ReplicationPool(min(workers, n))
     pending = {}
+    failed = True
     try:
         pending = {pool.executor.submit(run_replication, sc, profile, rep, seed): rep for rep in range(n)}
         while pending:
@@ -152,9 +164,10 @@ def _replications(sc: Scenario, profile: Profile, n: int, seed: int, workers: in
                 rep = pending.pop(fut)
                 yield rep, fut.result()          # a replication's error ends the run, as serially
                 advance()
+        failed = False
     finally:
         if own:
-            pool.close()
+            pool.close(kill=failed)
         else:
             for fut in pending:                  # a shared pool: drop what this call left queued
                 fut.cancel()
@@ -182,8 +195,9 @@ def run_scenario(scenario, reps: int | None = None, seed: int | None = None, pro
     if progress:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                    TimeRemainingColumn)
+        from rich.console import Console
         bar = Progress(TextColumn(f"{sc.name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                       transient=True)
+                       transient=True, console=Console(stderr=True))     # stdout stays the results
         bar.start()
         task = bar.add_task("reps", total=n)
     results: list = [None] * n

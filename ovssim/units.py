@@ -11,12 +11,26 @@ Times: ``s``/``sec``/``secs``, ``ms``/``msec``/``msecs``, ``us``/``usec``/``usec
 is microseconds: write the unit to be unambiguous).
 
 All functions return floats in SI base units: bit/s, bytes, seconds.
+
+Physical bounds live here, one per kind, and every reader checks them before any work: a rate, a
+time or a size beyond them is a typing mistake, and some (a 1e99 s duration, a 1e-30 bit/s link)
+would stall the simulated clock.
 """
 from __future__ import annotations
 
 import re
 
 from .errors import UnitError
+
+RATE_MIN = 1.0          # bit/s: the smallest rate ovs-vsctl takes (OVS clamps an HTB min-rate up to one MTU/s)
+RATE_MAX = 1.6e12       # bit/s: twice the fastest Ethernet (IEEE 802.3df, 800 Gbit/s)
+TIME_MAX = 1e6          # s (11.6 days): float64 simulated time still resolves 1 ns there
+DURATION_MIN = 1e-3     # s: a traffic run shorter than 1 ms measures nothing (a host's RTT is ~20-50 us)
+INTERVAL_MIN = 1e-6     # s: the spacing of a periodic sender (ping -i); no tool sends one flow at over 1 MHz
+DELAY_MAX = 10.0        # s: a per-packet delay or cost; any packet held this long is long dropped by TCP/ping
+SIZE_MAX = 2.0 ** 40    # bytes (1 TiB): beyond any socket buffer, queue or transfer a scenario can hold
+COUNT_MAX = 10 ** 7     # replications, samples, evaluations: beyond any budget (and int64-safe)
+SEED_MAX = 2 ** 63 - 1  # numpy's SeedSequence takes any int; JSON and CSV readers need int64
 
 _NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _RE = re.compile(r"^\s*" + _NUM + r"\s*([A-Za-z/]*)\s*$")
@@ -66,19 +80,57 @@ def _parse(value, table: dict, what: str, example: str) -> float:
     return out
 
 
-def rate(value) -> float:
-    """A rate in bit/s from ``"100mbit"``, ``"1gbit"``, ``"12.5mbps"`` or a number of bit/s."""
-    return _parse(value, _RATE, "rate", "100mbit")
+def _within(out: float, value, what: str, low: float, high: float, shown) -> float:
+    if not low <= out <= high:
+        side = "below" if out < low else "above"
+        raise UnitError(f"{what} {value!r} is {side} the physical range {shown(low)} .. {shown(high)}")
+    return out
 
 
-def size(value) -> float:
-    """A size in bytes from ``"1470b"``, ``"32k"``, ``"1514"`` or a number of bytes."""
-    return _parse(value, _SIZE, "size", "1514b")
+def rate(value, what: str = "rate") -> float:
+    """A rate in bit/s from ``"100mbit"``, ``"1gbit"``, ``"12.5mbps"`` or a number of bit/s: 0 (none, as
+    an HFSC curve's m1) or RATE_MIN .. RATE_MAX."""
+    out = _parse(value, _RATE, what, "100mbit")
+    return out if out == 0 else _within(out, value, what, RATE_MIN, RATE_MAX, fmt_rate)
 
 
-def time(value) -> float:
-    """A duration in seconds from ``"5ms"``, ``"100us"``, ``"10s"`` or a number of seconds."""
-    return _parse(value, _TIME, "time", "5ms")
+def link_rate(value, what: str = "rate") -> float:
+    """A rate a link or shaper sends at: RATE_MIN .. RATE_MAX bit/s."""
+    return _within(rate(value, what), value, what, RATE_MIN, RATE_MAX, fmt_rate)
+
+
+def size(value, what: str = "size") -> float:
+    """A size in bytes from ``"1470b"``, ``"32k"``, ``"1514"`` or a number of bytes (0 .. SIZE_MAX)."""
+    return _within(_parse(value, _SIZE, what, "1514b"), value, what, 0.0, SIZE_MAX, lambda b: f"{b:.4g}B")
+
+
+def time(value, what: str = "time") -> float:
+    """A time in seconds from ``"5ms"``, ``"100us"``, ``"10s"`` or a number of seconds (0 .. TIME_MAX)."""
+    return _within(_parse(value, _TIME, what, "5ms"), value, what, 0.0, TIME_MAX, fmt_time)
+
+
+def duration(value, what: str = "duration") -> float:
+    """How long traffic runs: DURATION_MIN .. TIME_MAX seconds."""
+    return _within(time(value, what), value, what, DURATION_MIN, TIME_MAX, fmt_time)
+
+
+def interval(value, what: str = "interval") -> float:
+    """The spacing of a periodic sender: INTERVAL_MIN .. TIME_MAX seconds."""
+    return _within(time(value, what), value, what, INTERVAL_MIN, TIME_MAX, fmt_time)
+
+
+def delay(value, what: str = "delay") -> float:
+    """A per-packet delay or cost: 0 .. DELAY_MAX seconds."""
+    return _within(time(value, what), value, what, 0.0, DELAY_MAX, fmt_time)
+
+
+def whole(value, what: str, low: int = 1, high: int = COUNT_MAX) -> int:
+    """A whole number ``low .. high`` (a count, replications, a seed); booleans and floats are refused."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UnitError(f"{what} must be a whole number, got {value!r}")
+    if not low <= value <= high:
+        raise UnitError(f"{what} must be {low} .. {high}, got {value!r}")
+    return value
 
 
 def positive(value: float, what: str) -> float:

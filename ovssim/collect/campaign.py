@@ -31,7 +31,8 @@ from . import bounds
 from .qos import AppliedQos, QdiscSpec, QosError, probe_qdiscs, root_counters, tc_stats
 from .signals import signals_interrupt
 from .shell import CommandError, check_name, run, ssh_prefix, tool_version, which
-from .store import CampaignStore, atomic_write_text
+from .store import CampaignStore
+from ..atomic import write_atomic
 from .testbed import Testbed, TestbedSpec, check_prefix, reap_stale
 from .tools import Target, ToolFailed
 from .tools import iperf2, iperf3, netperf, ping, qperf, sockperf
@@ -577,7 +578,7 @@ class CampaignRunner:
 
     def _write_meta(self, **extra) -> None:
         self.meta.update(extra)
-        atomic_write_text(self.store.dir / "metadata.json",
+        write_atomic(self.store.dir / "metadata.json",
                           json.dumps(self.meta, indent=1, sort_keys=True, default=str))
 
     def testbed_for(self, spec: TestbedSpec) -> Testbed:
@@ -771,7 +772,7 @@ class CampaignRunner:
             if not v["available"] and any(rc.qdisc.kind == k for rc in camp.configs):
                 self.log(f"qdisc {k} is not available in this kernel ({v['reason']}): its runs "
                          "will be recorded as skipped")
-        atomic_write_text(self.store.dir / "campaign.toml", camp.text)
+        write_atomic(self.store.dir / "campaign.toml", camp.text)
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.meta.setdefault("started", now)
         self._write_meta(campaign=camp.name, campaign_file=os.path.basename(camp.file),

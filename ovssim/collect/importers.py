@@ -34,7 +34,8 @@ import pandas as pd
 from .. import units
 from ..errors import ConfigError, DataError, OvssimError
 from .shell import check_name
-from .store import CampaignStore, atomic_write_text
+from .store import CampaignStore
+from ..atomic import write_atomic
 from .tools import iperf3
 from .tools.base import ToolFailed
 
@@ -282,7 +283,7 @@ def import_files(files, out, *, campaign: str = "imported", unit: str = "s",
         store.append(rec, samples)
         done.add(rec["run_id"])
         n += 1
-    atomic_write_text(store.dir / "metadata.json", json.dumps(
+    write_atomic(store.dir / "metadata.json", json.dumps(
         {"kind": "import", "campaign": campaign, "runs": len(done),
          "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1, sort_keys=True))
     store.rebuild_table()

@@ -32,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import journal
+from ..atomic import write_atomic
 from ..errors import DataError, OvssimError
 
 JOURNAL = "runs.jsonl"
@@ -42,19 +43,6 @@ RUN_COLUMNS = ["campaign", "run_id", "config_id", "rep", "order", "status", "bri
                "qdisc_via", "workload", "tool", "proto", "size", "rate", "streams",
                "congestion_control", "duration", "start", "end"]
 COLUMNS = RUN_COLUMNS + ["metric", "value", "unit"]
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    _atomic_write_bytes(Path(path), text.encode())
 
 
 class CampaignStore:
@@ -116,14 +104,14 @@ class CampaignStore:
         for series, (values, unit) in samples.items():
             for i, v in enumerate(values):
                 w.writerow([run_id, series, i, repr(float(v)), unit])
-        _atomic_write_bytes(self.samples_dir / f"{run_id}.csv.gz",
+        write_atomic(self.samples_dir / f"{run_id}.csv.gz",
                             gzip.compress(buf.getvalue().encode(), mtime=0))
 
     # -- tidy table ---------------------------------------------------------------------
     def rebuild_table(self) -> pd.DataFrame:
         """Write results.csv.gz (and results.parquet when pyarrow is present) from the journal."""
         df = records_to_frame(self.records())
-        _atomic_write_bytes(self.dir / RESULTS, gzip.compress(df.to_csv(index=False).encode(),
+        write_atomic(self.dir / RESULTS, gzip.compress(df.to_csv(index=False).encode(),
                                                                mtime=0))
         try:
             import pyarrow  # noqa: F401

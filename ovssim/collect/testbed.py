@@ -37,7 +37,7 @@ from ..errors import ConfigError
 from . import bounds
 from .ovs import PrivateOVS, kernel_datapath_available
 from .qos import PROBE_NS
-from .store import atomic_write_text
+from ..atomic import write_atomic
 from .shell import NSNAME_MAX, check_name, run, which
 
 STATE_DIR = Path(os.environ.get("OVSSIM_STATE_DIR", "/run/ovssim"))
@@ -365,7 +365,7 @@ class Testbed:
 
     def _save_state(self, detached: bool = False) -> None:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(STATE_DIR / f"{self.name}.json", json.dumps(self._state(detached), indent=1))
+        write_atomic(STATE_DIR / f"{self.name}.json", json.dumps(self._state(detached), indent=1))
 
     def status(self) -> dict:
         out = {"name": self.name, "bridge": self.spec.bridge, "chain": self.spec.chain,

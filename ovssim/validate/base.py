@@ -9,14 +9,23 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data import root as data_root
 from ..fit.calibrate import CalibrationResult, Param, Target, calibrate
 from ..fit.profile_writer import build_profile, data_entry, write_profile
 from .compare import Comparison, mean_ci
 from .simulate import Config, MultiConfigModel, Runner
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = data_root()     # the source checkout, or the copy inside an installed package
 SCENARIOS = ROOT / "validation" / "scenarios"
 CALIBRATION = ROOT / "calibration"
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the source tree when inside it (``calibration/x.toml``), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT.resolve()))
+    except ValueError:
+        return str(path)
 
 
 @dataclass

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..data import bundled
 from ..errors import ConfigError, DataError
 
-SEED_DIR = Path(__file__).resolve().parents[2] / "data" / "seeds"
+SEED_DIR = bundled("data/seeds")
 
 #: Units a seed CSV may use ("1" = dimensionless ratio, "-" = text value).
 ALLOWED_UNITS = frozenset({"Mbit/s", "MB/s", "ms", "us", "s", "%", "1", "bytes", "count",

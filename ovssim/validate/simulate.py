@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..fit.calibrate import Param, overrides_for
 from ..profile import Profile
+from ..runner import shutdown_pool
 
 
 @dataclass
@@ -70,16 +71,16 @@ class Runner:
         self._pool = ProcessPoolExecutor(self.workers) if self.workers > 1 else None
         self.simulations = 0
 
-    def close(self) -> None:
+    def close(self, *, kill: bool = False) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            shutdown_pool(self._pool, kill=kill)
             self._pool = None
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        self.close(kill=exc_type is not None)     # interrupted (Ctrl-C, SIGTERM, SIGHUP): no worker left
 
     def run(self, configs: list[Config], profile_ref, *, overrides: dict | None = None, reps: int = 2,
             seed: int = 1, sample_keys: set | None = None) -> dict[str, ConfigResult]:

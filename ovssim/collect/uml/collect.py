@@ -24,7 +24,7 @@ from ...errors import ConfigError
 from ..campaign import load_campaign
 from ..signals import signals_interrupt
 from ..shell import CommandError
-from ..store import atomic_write_text
+from ...atomic import write_atomic
 from .instance import IO, UmlInstance
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -134,4 +134,4 @@ def _annotate(out: Path, inst: UmlInstance, wall: float, leaks: list[str], host_
         "host_kernel": platform.release(), "host_cpus": os.cpu_count(),
         "note": "measured on a UML kernel: one virtual CPU, system calls trapped by ptrace; "
                 "CPU costs are not the host's"}
-    atomic_write_text(meta_path, json.dumps(meta, indent=1, sort_keys=True, default=str))
+    write_atomic(meta_path, json.dumps(meta, indent=1, sort_keys=True, default=str))
