@@ -3,8 +3,8 @@
 :func:`whatif_sweep` turns one scenario and a list of qdiscs into a sweep
 (every VIF port's qdisc replaced, as the thesis configured the scheduler on
 the VM's tap port through the OVS QoS table, seed 000 §4); :func:`rank`
-ranks the qdiscs per metric with mean and Student-t 95% CI over
-replications, and tests each against the best: a paired t-test on the
+ranks the qdiscs per metric with mean and 95% CI over replications
+(:func:`ovssim.intervals.interval`), and tests each against the best: a paired t-test on the
 per-replication differences when the runs share random numbers (CRN makes
 replication ``r`` of every qdisc see the same arrivals and service draws), a
 Welch t-test otherwise (scipy.stats).  The k-1 p-values of a metric are
@@ -231,7 +231,7 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
     from scipy import stats
     from statsmodels.stats.multitest import multipletests
 
-    from .metrics import ci95
+    from .intervals import interval
     sub = df[(df["workload"] == workload) & (df["metric"] == metric)]
     unit = sub["unit"].iloc[0] if len(sub) else ""
     hib = higher_is_better(metric)
@@ -240,8 +240,8 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
     labels = [lab for lab in labels if lab in by]
     rows = []
     for lab in labels:
-        m, lo, hi = ci95(by[lab].to_numpy())
-        rows.append({"qdisc": lab, "mean": m, "ci95_low": lo, "ci95_high": hi, "reps": int(by[lab].notna().sum()),
+        ci = interval(by[lab].to_numpy(), unit, metric)
+        rows.append({"qdisc": lab, "mean": ci.mean, "ci95_low": ci.low, "ci95_high": ci.high, "reps": ci.n,
                      "reps_run": int(len(by[lab]))})
     t = pd.DataFrame(rows)
     if t.empty:
@@ -315,6 +315,8 @@ def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from .intervals import ci_text
     console = Console(record=True, width=width)
     with console.capture() as cap:
         for r in rankings:
@@ -337,7 +339,7 @@ def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
                     d = f"{row.delta_pct:+.2f}%" if np.isfinite(row.delta_pct) else ""
                 if row.reps < full:          # some replications gave no value: say so beside the verdict
                     verdict += f" ({row.reps} of {full} reps have a value)"
-                tbl.add_row(str(row.rank), escape(row.qdisc), f"{row.mean:.5g}", f"[{row.ci95_low:.5g}, {row.ci95_high:.5g}]",
+                tbl.add_row(str(row.rank), escape(row.qdisc), f"{row.mean:.5g}", ci_text(row.ci95_low, row.ci95_high),
                             d, p, verdict)
             console.print(tbl)
     return cap.get()

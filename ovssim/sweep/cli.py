@@ -78,7 +78,8 @@ def sweep(sweep_file, out, reps, workers, dask, resume, progress):
         summ = pd.read_csv(Path(out) / "summary.csv")
         summ = summ[summ["workload"] != "system"]
         if len(summ):
-            summ["value"] = [f"{m:.4g} [{lo:.4g}, {hi:.4g}]" for m, lo, hi in
+            from ..intervals import ci_text
+            summ["value"] = [f"{m:.4g} {ci_text(lo, hi, '.4g')}" for m, lo, hi in
                              zip(summ["mean"], summ["ci95_low"], summ["ci95_high"])]
             summ["metric"] = summ["workload"] + ":" + summ["metric"] + " (" + summ["unit"] + ")"
             wide = summ.pivot_table(index="label", columns="metric", values="value", aggfunc="first", sort=False)
