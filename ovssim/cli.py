@@ -79,9 +79,17 @@ def precision_options(fn):
     return fn
 
 
-def precision_from_cli(precision, abs_precision, min_reps, max_reps, reps=None):
-    """A :class:`~ovssim.sequential.Precision` from the options (None without --precision/--abs-precision)."""
+def precision_from_cli(precision, abs_precision, min_reps, max_reps, reps=None, file_precision=None):
+    """A :class:`~ovssim.sequential.Precision` from the options (None without --precision/--abs-precision);
+    ``--min-reps``/``--max-reps`` not given keep those of ``file_precision`` (the file's own keys)."""
     from .sequential import parse_precision
+    if file_precision is not None:
+        min_reps = file_precision.min_reps if min_reps is None else min_reps
+        max_reps = file_precision.max_reps if max_reps is None else max_reps
+        if not precision and not abs_precision and (min_reps, max_reps) != (file_precision.min_reps,
+                                                                            file_precision.max_reps):
+            precision, abs_precision = [f"{k}={v}" for k, v in file_precision.rel.items()], \
+                [f"{k}={v}" for k, v in file_precision.abs.items()]
     prec = parse_precision(precision, abs_precision, min_reps, max_reps)
     if prec is not None and reps is not None:
         raise OvssimError("--reps and --precision are both given; keep --reps for a fixed count, or --precision "
