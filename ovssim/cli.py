@@ -139,8 +139,11 @@ def _fmt_table(summary) -> str:
 @click.option("--separately", is_flag=True,
               help="run each [[workload]] on its own, as the thesis ran its tests (system rows are per test)")
 @precision_options
+@click.option("--steady-state", is_flag=True,
+              help="one long replication: MSER-5 warm-up deletion and batch-means 95%% CIs of every sample series "
+                   "(RTTs, delays) instead of replications")
 def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separately, precision, abs_precision,
-        min_reps, max_reps):
+        min_reps, max_reps, steady_state):
     """Run SCENARIO.toml and print throughput, RTT, jitter and loss with 95% CIs."""
     from .atomic import check_output, write_atomic
     from .profile import Profile
@@ -155,7 +158,18 @@ def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separ
         progress = sys.stderr.isatty()
     kw = dict(reps=reps, seed=seed, progress=progress, profile=prof, workers=workers or local_cores(),
               precision=prec)
-    if separately and len(sc.workloads) > 1:
+    if steady_state:
+        if prec is not None or (reps or 1) != 1 or separately:
+            raise OvssimError("--steady-state estimates from one long replication; drop --reps, --precision and "
+                              "--separately (or drop --steady-state)")
+        from .steady import steady_state_table
+        summary = steady_state_table(run_scenario(sc, **{**kw, "reps": 1}).samples)
+        stops = []
+        if summary.empty:
+            raise OvssimError("--steady-state found no sample series of 40 or more observations; lengthen the "
+                              "run (scenario duration) or use a workload that records samples (ping, iperf UDP, "
+                              "netperf TCP_RR)")
+    elif separately and len(sc.workloads) > 1:
         summary, stops = _run_separately(sc, kw)
     else:
         res = run_scenario(sc, **kw)
@@ -163,7 +177,9 @@ def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separ
     for name, st in stops:
         if st is not None:
             click.echo(stopping_line(name, st), err=True)
-    if fmt == "table":
+    if fmt == "table" and steady_state:
+        text = summary.to_string(index=False) + "\n"
+    elif fmt == "table":
         text = _fmt_table(summary)
     elif fmt == "csv":
         text = summary.to_csv(index=False)
