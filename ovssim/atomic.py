@@ -17,27 +17,38 @@ from pathlib import Path
 from .errors import OvssimError
 
 
-def check_output(path, *, overwrite: bool = False, flag: str = "--force", what: str = "output") -> Path:
-    """``path`` as a Path, after checking that its folder exists and is writable and, unless
-    ``overwrite``, that no file is there yet (``flag`` is the option that allows replacing it)."""
+def check_output(path, *, overwrite: bool = False, flag: str = "--force", what: str = "output",
+                 make_parents: bool = False) -> Path:
+    """``path`` as a Path, after checking that its folder exists (``make_parents``: is created) and
+    is writable and, unless ``overwrite``, that no file is there yet (``flag`` allows replacing it)."""
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise OvssimError(f"{what} {path} is a folder; give a file name")
+    if make_parents and not parent.exists():
+        try:
+            parent.mkdir(parents=True)
+        except OSError as exc:
+            raise OvssimError(f"cannot create folder {parent} for {what} {path}: {exc.strerror}; "
+                              "choose a writable path") from None
     if not parent.is_dir():
         raise OvssimError(f"cannot write {what} {path}: folder {parent} does not exist; create it "
                           f"(mkdir -p {parent}) or choose another path")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OvssimError(f"cannot write {what} {path}: folder {parent} is not writable; choose a writable path")
+    try:                                  # a real try (os.access says yes to root on a read-only mount)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise OvssimError(f"cannot write {what} {path}: folder {parent} is not writable ({exc.strerror}); "
+                          "choose a writable path") from None
     if path.exists() and not overwrite:
         raise OvssimError(f"{what} {path} already exists; pass {flag} to replace it, or choose another path")
     return path
 
 
 def write_atomic(path, data: bytes | str, *, overwrite: bool = True, flag: str = "--force",
-                 what: str = "output") -> Path:
+                 what: str = "output", make_parents: bool = False) -> Path:
     """Write ``data`` to ``path`` through a temporary file and a rename; returns the path."""
-    path = check_output(path, overwrite=overwrite, flag=flag, what=what)
+    path = check_output(path, overwrite=overwrite, flag=flag, what=what, make_parents=make_parents)
     if isinstance(data, str):
         data = data.encode()
     tmp = None

@@ -17,8 +17,14 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from . import __version__, units
 from .errors import OvssimError
+
+# option types shared by every command: bounds from ovssim.units, checked before any work
+REPS = click.IntRange(1, units.COUNT_MAX)
+SEED = click.IntRange(0, units.SEED_MAX)
+WORKERS = click.IntRange(1, 4096)
+COUNT = click.IntRange(1, units.COUNT_MAX)
 
 LAZY = {
     "collect": ("ovssim.collect.cli", "collect", "gather real measurements through a real OVS/Linux bridge"),
@@ -69,9 +75,9 @@ def precision_options(fn):
                           "udp:jitter)"),
         click.option("--abs-precision", multiple=True, metavar="METRIC=VALUE",
                      help="or within VALUE (the metric's unit), e.g. loss=0.1 (repeatable)"),
-        click.option("--min-reps", type=click.IntRange(min=2), default=None,
+        click.option("--min-reps", type=click.IntRange(2, units.COUNT_MAX), default=None,
                      help="replications before the first look (default 3)"),
-        click.option("--max-reps", type=click.IntRange(min=2), default=None,
+        click.option("--max-reps", type=click.IntRange(2, units.COUNT_MAX), default=None,
                      help="stop here even if the precision is not reached (default 100)"),
     ]
     for opt in reversed(opts):
@@ -127,14 +133,14 @@ def _fmt_table(summary) -> str:
 
 @cli.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--reps", type=click.IntRange(min=1), default=None, help="replications (default: the file's)")
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="base seed (default: the file's)")
+@click.option("--reps", type=REPS, default=None, help="replications (default: the file's)")
+@click.option("--seed", type=SEED, default=None, help="base seed (default: the file's)")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="write here instead of stdout")
 @click.option("--force", is_flag=True, help="replace --out if it exists")
 @click.option("--profile", default=None, help="calibration profile (name in calibration/, path, or 'default')")
 @click.option("--progress/--no-progress", default=None, help="progress display (default: when stderr is a terminal)")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
+@click.option("--workers", type=WORKERS, default=None,
               help="processes running replications (default: one per local core; results do not depend on it)")
 @click.option("--separately", is_flag=True,
               help="run each [[workload]] on its own, as the thesis ran its tests (system rows are per test)")
@@ -251,9 +257,11 @@ def _main(argv) -> int:
     except click.exceptions.Abort:
         click.echo("ovssim: interrupted", err=True)
         return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
+    except click.ClickException as exc:          # a usage error: the same one-line form as every other
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        click.echo(f"ovssim: error: {exc.format_message()}{hint}", err=True)
+        return 2
     except KeyboardInterrupt:
         click.echo("ovssim: interrupted", err=True)
         return 130

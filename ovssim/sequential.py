@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import units
 from .errors import ConfigError
 from .intervals import interval
 
@@ -117,8 +118,8 @@ def parse_precision(rel=None, abs_=None, min_reps=None, max_reps=None, *, where:
     lo = DEFAULT_MIN_REPS if min_reps is None else min_reps
     hi = DEFAULT_MAX_REPS if max_reps is None else max_reps
     for name, v in (("min_reps", lo), ("max_reps", hi)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 2 or v > 1_000_000:
-            raise ConfigError(f"{name} must be a whole number in 2..1000000, got {v!r}", file=file, key=name,
+        if isinstance(v, bool) or not isinstance(v, int) or v < 2 or v > units.COUNT_MAX:
+            raise ConfigError(f"{name} must be a whole number >= 2, got {v!r}", file=file, key=name,
                               fix="at least 2 replications are needed for an interval; e.g. min reps 3, max reps 100")
     if hi < lo:
         raise ConfigError(f"max_reps {hi} is below min_reps {lo}", file=file, key="max_reps",

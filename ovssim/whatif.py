@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .atomic import save_figure
 from .errors import ConfigError
 
 DEFAULT_METRICS = ("throughput", "transactions", "rtt_mean", "rtt_p99", "latency_mean", "latency_p99", "jitter",
@@ -442,7 +443,6 @@ def figure(rankings: list[Ranking], samples: dict, path, order: list[str] | None
     for ax in flat[n:]:
         ax.set_visible(False)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
+    path = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

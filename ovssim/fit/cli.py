@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..cli import COUNT, REPS, SEED, WORKERS
 from ..errors import ConfigError, DataError
 
 console = Console() if sys.stdout.isatty() else Console(width=150)
@@ -61,6 +62,21 @@ def _command_line() -> str:
     return " ".join(shlex.quote(x) for x in parts + args + opts)
 
 
+TIME_UNITS = ["s", "ms", "us", "ns"]
+
+
+def _check_param(name: str) -> None:
+    """``name`` must be a parameter profiles know (ovssim.profile.SCHEMA): a profile is read back later."""
+    import difflib
+
+    from ..profile import SCHEMA
+    if name not in SCHEMA:
+        close = difflib.get_close_matches(name, list(SCHEMA), n=1)
+        raise ConfigError(f"--param {name!r} is not a profile parameter", key="--param",
+                          fix=f"did you mean {close[0]!r}?" if close else
+                          "see ovssim/data/default_profile.toml for the parameter names")
+
+
 def _csv(text: str | None) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()] if text else []
 
@@ -82,8 +98,8 @@ def fit():
 @fit.command("samples")
 @click.argument("data", type=click.Path())
 @click.option("--column", "-c", help="column holding the delays (default: value / delay* / the only one)")
-@click.option("--unit", "-u", help="unit of the delays: s, ms, us, ns (default: a 'unit' column, the "
-              "column's suffix like delay_us, else s)")
+@click.option("--unit", "-u", type=click.Choice(TIME_UNITS),
+              help="unit of the delays (default: a 'unit' column, the column's suffix like delay_us, else s)")
 @click.option("--by", help="comma-separated columns: fit each group separately")
 @click.option("--where", "where", multiple=True, help="KEY=VALUE row filter (repeatable), e.g. series=rtt")
 @click.option("--families", help="comma-separated candidates (default all: empirical,expon,gamma,"
@@ -91,26 +107,35 @@ def fit():
 @click.option("--criterion", type=click.Choice(["bic", "aic", "ks"]), default="bic", show_default=True)
 @click.option("--loc", "loc_mode", type=click.Choice(["fit", "zero"]), default="fit", show_default=True,
               help="fit a location (minimum delay) or fix it at 0")
-@click.option("--k-max", default=4, show_default=True, help="largest mixture size tried")
+@click.option("--k-max", type=click.IntRange(1, 16), default=4, show_default=True, help="largest mixture size tried")
 @click.option("--smooth", is_flag=True, help="kernel-smooth draws from the empirical candidate")
 @click.option("--choose", help="write this family instead of the chosen one (e.g. empirical)")
 @click.option("--param", help="profile parameter the fitted distribution sets, e.g. ovs.lookup "
               "(needed to write a profile)")
 @click.option("--out", "-o", type=click.Path(), help="profile to write (default calibration/NAME.toml)")
+@click.option("--force", is_flag=True, help="replace the profile if it exists")
 @click.option("--name", help="profile name (default: the data file's stem)")
 @click.option("--plots", type=click.Path(), help="directory for the ECDF and Q-Q figures")
 @click.option("--ecdf", "ecdf_dir", type=click.Path(),
               help="directory for seed 001's eq. 1 table (value, count, rel_freq, ecdf) as CSV")
-@click.option("--seed", default=0, show_default=True, help="seed of the subsample used for large data")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="seed of the subsample used for large data")
 def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_max, smooth, choose, param,
-                out, name, plots, ecdf_dir, seed):
+                out, force, name, plots, ecdf_dir, seed):
     """Fit candidate distributions to raw delay samples in DATA and choose one by AIC/BIC."""
+    from ..atomic import check_output
     from .families import fit_samples
     from .profile_writer import build_profile, write_profile
     from .samples import read_samples
-    groups = read_samples(data, column=column, unit=unit, by=_csv(by), where=_kv(where, "--where"))
     by_cols = _csv(by)
     stem = Path(data).stem.replace(".csv", "")
+    if out and not param:
+        raise ConfigError("--out needs --param (the profile parameter this distribution sets)",
+                          fix="add e.g. --param ovs.lookup")
+    if param:
+        _check_param(param)
+        if out and not by_cols:                 # before any fitting: the output must be writable
+            check_output(out, overwrite=force, what="profile", make_parents=True)
+    groups = read_samples(data, column=column, unit=unit, by=by_cols, where=_kv(where, "--where"))
     for key, x in groups.items():
         label = ", ".join(f"{c}={v}" for c, v in zip(by_cols, key)) or stem
         res = fit_samples(x, families=_csv(families) or None, criterion=criterion, loc=loc_mode,
@@ -154,18 +179,16 @@ def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_
                                 method=f"maximum likelihood (scipy.stats), {picked.family} chosen by "
                                        f"{criterion.upper()} among {', '.join(f.family for f in res.fits)}",
                                 description=f"delay distribution of {param} fitted to {label}", fit=figures)
-            path = write_profile(out if (out and not by_cols) else Path("calibration") / f"{pname}.toml", doc)
+            path = write_profile(out if (out and not by_cols) else Path("calibration") / f"{pname}.toml", doc,
+                                 overwrite=force)
             console.print(f"wrote {path}")
-        elif out:
-            raise ConfigError("--out needs --param (the profile parameter this distribution sets)",
-                              fix="add e.g. --param ovs.lookup")
 
 
 # -- regression ----------------------------------------------------------------------
 @fit.command("regress")
 @click.argument("data", type=click.Path())
 @click.option("--delay", "-c", "delay_col", required=True, help="delay column (e.g. delay_us)")
-@click.option("--unit", "-u", help="unit of the delay column (default: its suffix, else s)")
+@click.option("--unit", "-u", type=click.Choice(TIME_UNITS), help="unit of the delay column (default: its suffix, else s)")
 @click.option("--drivers", required=True, help="comma-separated driver columns, e.g. packet_size,rate,ram")
 @click.option("--log-drivers", help="drivers that enter as log(x), e.g. rate")
 @click.option("--where", "where", multiple=True, help="KEY=VALUE row filter (repeatable)")
@@ -173,12 +196,18 @@ def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_
 @click.option("--kind", type=click.Choice(["quantile", "lognorm"]), default="quantile", show_default=True)
 @click.option("--param", help="write the prediction to a profile under this parameter name")
 @click.option("--out", "-o", type=click.Path(), help="profile path (default calibration/NAME.toml)")
+@click.option("--force", is_flag=True, help="replace the profile if it exists")
 @click.option("--name", help="profile name")
-def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kind, param, out, name):
+def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kind, param, out, force, name):
     """Regress log(delay) on its drivers (OLS and quantile regression) and predict a distribution."""
+    from ..atomic import check_output
     from .profile_writer import build_profile, write_profile
     from .regression import fit_regression
     from .samples import apply_where, read_table
+    if param:
+        _check_param(param)
+        check_output(out or Path("calibration") / f"{name or Path(data).stem}.toml", overwrite=force,
+                     what="profile", make_parents=True)
     df = apply_where(read_table(data), _kv(where, "--where"), file=str(data))
     if unit is None and "unit" in df.columns and df["unit"].nunique() == 1:
         unit = str(df["unit"].iloc[0])          # the collector's samples carry their unit
@@ -203,7 +232,7 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
                                        f"log(delay) on {model.formula_rhs} (statsmodels), predicted at {predict}",
                                 fit={"n": model.n, "ols_r2": float(model.ols.rsquared),
                                      "ols_resid_sd_log": float(model.ols.scale ** 0.5)})
-            console.print(f"wrote {write_profile(out or Path('calibration') / f'{pname}.toml', doc)}")
+            console.print(f"wrote {write_profile(out or Path('calibration') / f'{pname}.toml', doc, overwrite=force)}")
 
 
 # -- runs ---------------------------------------------------------------------------------
@@ -217,23 +246,24 @@ def regress_cmd(data, delay_col, unit, drivers, log_drivers, where, predict, kin
               help="MEASURED=WORKLOAD:METRIC (repeatable), e.g. rtt=ping:rtt_mean; from a campaign's "
               "raw samples: samples:SERIES:STAT=WORKLOAD:METRIC, e.g. samples:rtt:p99=ping:rtt_p99")
 @click.option("--where", "where", multiple=True, help="KEY=VALUE row filter selecting one configuration")
-@click.option("--reps", default=4, show_default=True, help="replications per evaluation")
-@click.option("--seed", default=12345, show_default=True, help="the common random-number seed")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
+@click.option("--reps", type=REPS, default=4, show_default=True, help="replications per evaluation")
+@click.option("--seed", type=SEED, default=12345, show_default=True, help="the common random-number seed")
+@click.option("--workers", type=WORKERS, default=None,
               help="processes running each evaluation's replications (default: one per local core, at most "
                    "--reps; the fit does not depend on it)")
-@click.option("--max-evals", default=150, show_default=True)
+@click.option("--max-evals", type=COUNT, default=150, show_default=True, help="simulations the optimiser may run")
 @click.option("--method", type=click.Choice(["Nelder-Mead", "least_squares"]), default="Nelder-Mead",
               show_default=True, help="optimiser (scipy.optimize); least_squares needs fewer simulations "
               "when the metrics are smooth in the parameters, Nelder-Mead is robust when they are not")
-@click.option("--bootstrap", default=0, show_default=True,
+@click.option("--bootstrap", type=click.IntRange(0, 10000), default=0, show_default=True,
               help="bootstrap re-fits over measured runs (needs per-run data); 0 = Jacobian uncertainty")
-@click.option("--rel-sigma", default=0.01, show_default=True,
+@click.option("--rel-sigma", type=click.FloatRange(0, 10, min_open=True), default=0.01, show_default=True,
               help="relative uncertainty assumed for means printed without CI or resolution")
 @click.option("--out", "-o", type=click.Path(), help="profile path (default calibration/NAME.toml)")
+@click.option("--force", is_flag=True, help="replace the profile if it exists")
 @click.option("--name", help="profile name (default: the scenario's name)")
 def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, workers, max_evals, method,
-             bootstrap, rel_sigma, out, name):
+             bootstrap, rel_sigma, out, force, name):
     """Calibrate model parameters so simulated metrics match measured runs (simulation-based)."""
     from .calibrate import (Param, SimulationModel, calibrate, overrides_for, parse_mapping,
                             targets_from_samples, targets_from_table)
@@ -262,6 +292,11 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
         targets += targets_from_samples(apply_where(read_campaign_samples(p), sel, file=str(data)),
                                         from_samples, rel_sigma=rel_sigma, file=str(data))
     params = [Param.parse(s) for s in param_specs]
+    for prm in params:
+        _check_param(prm.name)
+    if out:
+        from ..atomic import check_output
+        check_output(out, overwrite=force, what="profile", make_parents=True)         # before the calibration's simulations
     from ..runner import ReplicationPool, local_cores
     workers = min(workers or local_cores(), reps)
     pool = ReplicationPool(workers) if workers > 1 else None
@@ -311,7 +346,7 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
                         description=f"calibrated against {data} ({', '.join(target_specs)})",
                         fit=fitfig, uncertainty=uncertainty)
     pname = doc["profile"]["name"]
-    console.print(f"wrote {write_profile(out or Path('calibration') / f'{pname}.toml', doc)}")
+    console.print(f"wrote {write_profile(out or Path('calibration') / f'{pname}.toml', doc, overwrite=force)}")
 
 
 # -- export -----------------------------------------------------------------------------
@@ -320,7 +355,7 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
 @click.option("--param", help="parameter of the profile to export (default: its only distribution)")
 @click.option("--format", "-f", "fmt", type=click.Choice(["ns3-table", "ns3-cpp", "omnetpp", "omnetpp-table",
                                                            "json"]), default="json", show_default=True)
-@click.option("--unit", default="us", show_default=True, help="unit of exported values")
+@click.option("--unit", type=click.Choice(TIME_UNITS), default="us", show_default=True, help="unit of exported values")
 @click.option("--out", "-o", type=click.Path(), help="file to write (default: stdout)")
 def export_cmd(source, param, fmt, unit, out):
     """Export a distribution from a profile (or a JSON/TOML spec) for ns-3, OMNeT++ or JSON."""
@@ -349,7 +384,8 @@ def export_cmd(source, param, fmt, unit, out):
                           fix=f"choose one with --param ({', '.join(dists) or 'none found'})")
     text = export(spec, fmt, name=param, unit=unit)
     if out:
-        Path(out).write_text(text if text.endswith("\n") else text + "\n")
+        from ..atomic import write_atomic
+        write_atomic(out, text if text.endswith("\n") else text + "\n")
         console.print(f"wrote {out}")
     else:
         click.echo(text)

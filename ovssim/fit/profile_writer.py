@@ -269,14 +269,13 @@ def _plain(obj):
     return obj
 
 
-def write_profile(path: str | Path, doc: dict) -> Path:
-    """Validate and write ``doc`` as TOML; returns the path."""
+def write_profile(path: str | Path, doc: dict, *, overwrite: bool = True) -> Path:
+    """Validate and write ``doc`` as TOML (atomically; an existing file only with ``overwrite``)."""
+    from ..atomic import write_atomic
     path = Path(path)
     validate_profile(doc, file=str(path))
     text = dumps_toml(doc)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+    return write_atomic(path, text, overwrite=overwrite, what="profile", make_parents=True)
 
 
 def read_profile(path: str | Path) -> dict:

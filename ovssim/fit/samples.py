@@ -52,7 +52,11 @@ def check_delays(values, *, unit: str | None = "s", what: str = "delay samples",
     if series.size == 0:
         raise DataError(f"{where}no {what}: the input is empty -- fix: point at a file/column "
                         "that holds one delay per row")
-    if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+    present = series.dropna()
+    if pd.api.types.is_bool_dtype(series) or (present.size and present.map(lambda v: isinstance(v, bool)).all()):
+        raise DataError(f"{where}{what} are true/false values, not delays -- fix: choose the numeric "
+                        "column with --column")
+    if not pd.api.types.is_numeric_dtype(series):
         num = pd.to_numeric(series, errors="coerce")
         bad = num.isna() & series.notna()
         if bad.any():
@@ -146,9 +150,13 @@ def read_table(path: str | Path) -> pd.DataFrame:
         return read_campaign_samples(p)
     if not p.exists():
         raise DataError(f"{p}: no such file -- fix: check the path")
+    if not p.is_file():
+        raise DataError(f"{p}: not a regular file (a device or a pipe) -- fix: give a data file")
     try:
         if p.suffix in (".parquet", ".pq"):
             return pd.read_parquet(p)
+        if p.suffix == ".json":
+            return _read_json(p)
         suffixes = [x for x in p.suffixes if x not in (".gz", ".bz2", ".xz", ".zip")]
         kind = suffixes[-1] if suffixes else ""
         if kind in (".tsv", ".tab"):
@@ -157,6 +165,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
             df = pd.read_csv(p, sep=r"[\s,]+", engine="python", comment="#")
         else:
             df = pd.read_csv(p, comment="#")
+    except DataError:
+        raise
     except pd.errors.EmptyDataError:
         raise DataError(f"{p}: the file is empty -- fix: point at a file with one delay per row") from None
     except Exception as exc:  # parser errors, binary junk
@@ -171,6 +181,20 @@ def read_table(path: str | Path) -> pd.DataFrame:
         col = pd.concat([pd.Series([first]), df.iloc[:, 0]], ignore_index=True)
         return pd.DataFrame({"value": col})
     return df
+
+
+def _read_json(p: Path) -> pd.DataFrame:
+    """A JSON table (records, or columns of equal length) as a DataFrame."""
+    import json
+    try:
+        doc = json.loads(p.read_bytes())
+    except (ValueError, RecursionError) as exc:
+        raise DataError(f"{p}: not valid JSON ({str(exc)[:120]}) -- fix: repair the file, or give a CSV") from None
+    try:
+        return pd.DataFrame(doc)
+    except (ValueError, TypeError) as exc:
+        raise DataError(f"{p}: JSON that is not a table ({exc}) -- fix: give a list of records or "
+                        "columns of equal length") from None
 
 
 def pick_column(df: pd.DataFrame, column: str | None, *, file: str | None = None) -> str:

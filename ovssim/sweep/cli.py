@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
-from ..cli import precision_from_cli, precision_options
+from .. import units
+from ..cli import REPS, SEED, WORKERS, precision_from_cli, precision_options
 from ..errors import ConfigError
+from .executors import check_dask_address
 
 
 def _progress_default(progress):
@@ -68,9 +70,9 @@ def _parse_set(text: str) -> tuple[str, object]:
 
 
 _exec_options = [
-    click.option("--workers", type=click.IntRange(min=1), default=None,
+    click.option("--workers", type=WORKERS, default=None,
                  help="parallel workers (default: all local cores; 1 runs in this process)"),
-    click.option("--dask", default=None, metavar="ADDRESS",
+    click.option("--dask", default=None, metavar="ADDRESS", callback=lambda _c, _p, v: v and check_dask_address(v),
                  help="run on a Dask cluster: tcp://HOST:8786, or local / local:N for a LocalCluster"),
     click.option("--resume", is_flag=True, help="continue a sweep in --out, skipping finished runs"),
     click.option("--progress/--no-progress", default=None, help="progress display (default: on a terminal)"),
@@ -89,7 +91,7 @@ def _with(options):
 @click.argument("sweep_file", metavar="SWEEP.toml", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="results directory (default: sweep-<name> next to the current directory)")
-@click.option("--reps", type=click.IntRange(min=1), default=None, help="replications (default: the file's)")
+@click.option("--reps", type=REPS, default=None, help="replications (default: the file's)")
 @precision_options
 @_with(_exec_options)
 def sweep(sweep_file, out, reps, precision, abs_precision, min_reps, max_reps, workers, dask, resume, progress):
@@ -129,9 +131,10 @@ def sweep(sweep_file, out, reps, precision, abs_precision, min_reps, max_reps, w
                    "(default: throughput, RTT, latency, jitter, loss)")
 @click.option("--on", "on", default=None,
               help="comma-separated qdisc keys to change (default: every VM's VIF port, vm.<name>.qdisc)")
-@click.option("--reps", type=click.IntRange(min=2), default=None, help="replications per qdisc (default: the scenario's)")
+@click.option("--reps", type=click.IntRange(2, units.COUNT_MAX), default=None,
+              help="replications per qdisc (default: the scenario's)")
 @click.option("--duration", default=None, help='simulated time per run, e.g. "10s" (default: the scenario\'s)')
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="base seed (default: the scenario's)")
+@click.option("--seed", type=SEED, default=None, help="base seed (default: the scenario's)")
 @click.option("--separately", is_flag=True,
               help="run each [[workload]] on its own, as the thesis ran its tests (default: all together)")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
@@ -155,9 +158,14 @@ def whatif(scenario, qdiscs, metrics, on, reps, duration, separately, sets, seed
     so they stay paired) until the ranking is settled or every ranked metric's CI is within the
     precision, or --max-reps; the output says which."""
     from . import load_results, run_sweep
-    from ..whatif import figure, format_rankings, qdisc_choices, rank_all, whatif_sweep
+    from ..atomic import check_output
+    from ..whatif import figure, format_rankings, qdisc_choices, rank_all, resolve_metrics, whatif_sweep
+    if fig is not None:
+        check_output(fig, overwrite=True, what="--figure")          # before the runs, not after them
     labels, specs = qdisc_choices(qdiscs)
-    keys = [k.strip() for k in on.split(",")] if on else None
+    keys = [k.strip() for k in on.split(",") if k.strip()] if on is not None else None
+    if keys == []:
+        raise ConfigError(f"--on {on!r} names no qdisc key", key="--on", fix="write e.g. --on vm.vm2.qdisc")
     fixed = dict(_parse_set(s) for s in sets)
     from dataclasses import replace
 
@@ -181,7 +189,16 @@ def whatif(scenario, qdiscs, metrics, on, reps, duration, separately, sets, seed
         from ..whatif import settle_rule, test_groups
         on_key = next(iter(sw.points[0].changes))
         kw = dict(groups=test_groups(sw, on_key), decide=settle_rule(list(metrics), sw.precision, paired=crn))
-    rep = run_sweep(sw, out, workers=workers, dask=dask, resume=resume, progress=_progress_default(progress), **kw)
+
+    def check_metrics(rec, _done, _total):
+        """The --metric names, checked against the first finished run (not after the last)."""
+        if metrics and not separately and rec.get("status") == "ok" and not checked:
+            import pandas as pd
+            resolve_metrics(pd.DataFrame(rec["rows"], columns=["workload", "metric", "unit", "value"]), metrics)
+            checked.append(True)
+    checked: list = []
+    rep = run_sweep(sw, out, workers=workers, dask=dask, resume=resume, progress=_progress_default(progress),
+                    on_run=check_metrics, **kw)
     click.echo(_report_line(rep), err=True)
     _echo_stopping(rep, sw)
     _check_failures(rep)

@@ -86,8 +86,34 @@ def _run_local(tasks, emit, workers: int, max_tasks_per_child: int = 200):
     shutdown_pool(pool, kill=False)
 
 
+DASK_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")     # distributed's comm backends
+
+
+def check_dask_address(address: str) -> str:
+    """``address`` if it is ``local``, ``local:N``, ``local-threads:N`` (N >= 1) or SCHEME://HOST[:PORT];
+    a :class:`ConfigError` otherwise (before any work: a bad address would otherwise fail after start-up)."""
+    from urllib.parse import urlsplit
+    bad = ConfigError(f"--dask {address!r} is not a Dask scheduler address", key="--dask",
+                      fix='use "local", "local:N", "local-threads:N" or tcp://HOST:8786')
+    kind, sep, n = address.partition(":")
+    if kind in ("local", "local-threads"):
+        if sep and not (n.isdigit() and 1 <= int(n) <= 4096):
+            raise bad
+        return address
+    try:
+        parts = urlsplit(address)
+        port = parts.port
+    except ValueError:
+        raise bad from None
+    if parts.scheme not in DASK_SCHEMES or not parts.hostname or parts.path not in ("", "/") or \
+            (port is not None and not 1 <= port <= 65535):
+        raise bad
+    return address
+
+
 def dask_client(address: str, workers: int):
     """(client, cluster-or-None): ``"local"``/``"local:N"``/``"local-threads:N"`` start a LocalCluster."""
+    check_dask_address(address)
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -95,14 +121,7 @@ def dask_client(address: str, workers: int):
                           "pip install 'ovssim[dask]'") from None
     if address.startswith("local"):
         kind, _, n = address.partition(":")
-        try:
-            n = int(n) if n else workers
-        except ValueError:
-            raise ConfigError(f"bad --dask {address!r}", key="--dask",
-                              fix='use "local", "local:N", "local-threads:N" or tcp://HOST:8786') from None
-        if kind not in ("local", "local-threads"):
-            raise ConfigError(f"bad --dask {address!r}", key="--dask",
-                              fix='use "local", "local:N", "local-threads:N" or tcp://HOST:8786')
+        n = int(n) if n else workers
         import logging
         logging.getLogger("distributed").setLevel(logging.ERROR)
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=(kind == "local"),

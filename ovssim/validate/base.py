@@ -20,6 +20,14 @@ SCENARIOS = ROOT / "validation" / "scenarios"
 CALIBRATION = ROOT / "calibration"
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the source tree when inside it (``calibration/x.toml``), else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
 @dataclass
 class Settings:
     """Budget knobs: the full run and the test's fast subset use the same simulation settings,

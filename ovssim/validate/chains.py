@@ -15,7 +15,7 @@ import numpy as np
 
 from ..fit.calibrate import Param, Target
 from . import plots
-from .base import ROOT, Settings, TestbedResult, fit_summary, load_scenario_dict, variant
+from .base import shown, Settings, TestbedResult, fit_summary, load_scenario_dict, variant
 from .compare import Comparison, mean_ci
 from .seed_data import SEED_DIR, expectations
 from .simulate import Config, Runner
@@ -81,7 +81,7 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
     cfgs = [_config(*c) for c in cases]
     sims = runner.run(cfgs, str(path), reps=settings.reps, seed=303)
     tb = TestbedResult("chained_bridges_desktop", "Seed 003: chained OVS bridges on a 4-core desktop",
-                       profile=str(path.relative_to(ROOT)))
+                       profile=shown(path))
     tb.split = ("Fitted: `veth.cpu_per_packet` on E003-02 (veth, 2 bridges, 1 thread: 0.90 of 1 bridge). Held out: "
                 "E003-01 (patch ports flat), E003-03 (veth with 4 threads below 0.90), E003-04 (1.8 cores busy "
                 "with one thread). The post gives no absolute numbers; its tolerances are ours.")

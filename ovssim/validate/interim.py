@@ -12,7 +12,7 @@ import numpy as np
 
 from ..fit.calibrate import Param, Target, target_sigma
 from . import plots
-from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
+from .base import shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
 from .compare import Comparison, mean_ci
 from .seed_data import SEED_DIR, interim_bridge_rounds
 from .simulate import Config, Runner
@@ -56,7 +56,7 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
     cfgs = [_config(c, v) for c, v in cases]
     sims = runner.run(cfgs, str(path), reps=settings.reps, seed=404)
     tb = TestbedResult("openstack_xenserver_interim", "Seed 004: interim bridge on XenServer (iperf -P 10)",
-                       profile=str(path.relative_to(ROOT)))
+                       profile=shown(path))
     tb.split = ("Fitted on the single-bridge rounds (tap and vif); the patch-port rounds and the interim-bridge "
                 "cost (ratio patchport/singlebr) are held out.")
     tb.fit = fit_summary(res, path)

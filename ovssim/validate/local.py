@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..fit.calibrate import Param, Target, target_sigma
 from . import plots
-from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
+from .base import ROOT, shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
 from .compare import Comparison, ks_distance, mean_ci
 from .simulate import Config, Runner
 
@@ -156,9 +156,9 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
         cfgs.append(_config(*k, wls))
     sims = runner.run(cfgs, str(path), reps=settings.reps, seed=2026)
     tb = TestbedResult("local_netns", "This machine: namespace testbed (data/local/local-bridges)",
-                       profile=str(path.relative_to(ROOT)))
+                       profile=shown(path))
     shaped = TestbedResult("local_qdiscs", "Issue 4: HTB, TBF and pfifo_fast against the real kernel (this machine)",
-                           profile=str(path.relative_to(ROOT)), section="qdiscs")
+                           profile=shown(path), section="qdiscs")
     tb.split = ("Fitted on the 1-bridge unshaped runs of OVS and Linux bridge in two stages: TCP throughput and "
                 "TCP_RR RTT (5 parameters, 4 targets: OVS's CPU cost per packet, its non-CPU latency, the veth "
                 "crossing, the Linux bridge's forwarding and the receive stack; "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..fit.calibrate import Param, Target, target_sigma
 from . import plots
-from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
+from .base import shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
 from .compare import Comparison, mean_ci
 from .seed_data import SEED_DIR, xenserver_table
 from .simulate import Config, Runner
@@ -54,7 +54,7 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
     cfgs = [_config(True), _config(False)] + ([] if settings.fast else [_config(True, tcp=True)])
     sims = runner.run(cfgs, str(path), reps=settings.reps, seed=202)
     tb = TestbedResult("xenserver_two_host", "Seed 002: XenServer, two hosts (ping RTT, TCP)",
-                       profile=str(path.relative_to(ROOT)))
+                       profile=shown(path))
     tb.split = ("Fitted on Table V's non-virtual and same-host RTT means (2 parameters, 2 targets); the "
                 "different-hosts RTT and Table IV's TCP throughput are held out.")
     tb.fit = fit_summary(res, path)
