@@ -9,6 +9,13 @@ datagram received), jitter (RFC 3550 running estimate, see
 sequence number, %) and out-of-order datagrams.  Seed 000 §5.1: 1470-byte
 datagrams at 95 Mbit/s for 10 s, 100 iterations.
 
+``jitter_mean`` is the steady-state estimate of the jitter iperf reports: J is an
+exponentially weighted mean of |D| (gain 1/16), so once the stream is stationary
+E[J] = E[|D|], and the mean of |D| over the whole run (after MSER-5 warm-up deletion,
+:func:`ovssim.steady.mser5`) estimates it from every datagram instead of the last ~16
+that iperf's final J remembers: the same expectation with a far smaller variance
+(thesis UDP test: 0.3 % against 21 % between 10-s replications).
+
 ``tool = "iperf3"`` (:class:`Iperf3Udp`) sends as iperf3 (3.x, single-threaded
 client) does instead: no per-datagram spacing, but a throttle.  After each
 datagram the client compares its average rate since the test started with
@@ -197,6 +204,7 @@ class IperfUdp(Workload):
         return [Metric("throughput", thr, "Mbit/s"),
                 # undefined until two datagrams arrived (iperf prints none for an empty interval)
                 Metric("jitter", self.jitter.jitter * 1e3 if self.rx >= 2 else float("nan"), "ms"),
+                Metric("jitter_mean", _steady_mean_abs_diff(d) * 1e3, "ms"),
                 Metric("loss", 100.0 * lost / self.sent if self.sent else 0.0, "%"),
                 Metric("out_of_order", float(self.out_of_order), "datagrams"),
                 Metric("delay_mean", float(d.mean() * 1e3) if d.size else float("nan"), "ms"),
@@ -302,3 +310,12 @@ class Iperf3Udp(IperfUdp):
         else:                             # the Call that has just fired, re-armed
             timer.callbacks = FIRE
             heappush(env._queue, (at, NORMAL, next(env._eid), timer))
+
+
+def _steady_mean_abs_diff(transit: np.ndarray) -> float:
+    """Mean |D| of consecutive transit times after MSER-5 warm-up deletion: E[J] of RFC 3550's jitter."""
+    from ..steady import mser5
+    if transit.size < 3:
+        return float("nan")
+    dd = np.abs(np.diff(transit))
+    return float(dd[mser5(dd):].mean())

@@ -44,3 +44,25 @@ def test_batch_means_of_iid_data_matches_the_plain_t_interval_width():
     s = batch_means(x, batches=25, warmup=0)
     assert abs(s.half_width - 1.96 * 2.0 / 100) < 0.3 * 1.96 * 2.0 / 100
     assert abs(s.lag1) < 0.5
+
+
+def test_jitter_mean_estimates_the_expected_final_rfc3550_jitter():
+    """iperf's jitter is J after the last datagram (gain 1/16); the steady-state estimate is the mean |D|.
+    For i.i.d. transit times N(0, s^2), E|D| = 2 s / sqrt(pi) and E[J_final] is the same."""
+    from ovssim.metrics import JitterEstimator
+    from ovssim.workloads.udp import _steady_mean_abs_diff
+    s = 1e-5
+    rng = np.random.default_rng(9)
+    analytic = 2 * s / np.sqrt(np.pi)
+    finals, steady = [], []
+    for _ in range(300):
+        transit = rng.normal(1e-3, s, 2000)
+        j = JitterEstimator()
+        for t in transit:
+            j.update(0.0, t)
+        finals.append(j.jitter)
+        steady.append(_steady_mean_abs_diff(transit))
+    finals, steady = np.array(finals), np.array(steady)
+    assert abs(steady.mean() - analytic) < 0.01 * analytic
+    assert abs(finals.mean() - analytic) < 3 * finals.std(ddof=1) / np.sqrt(finals.size)
+    assert steady.std() < finals.std() / 5          # the same expectation, a far smaller spread
