@@ -94,3 +94,28 @@ def test_whatif_stops_when_the_ranking_is_settled(tmp_path, scenario_file, capsy
     st = pd.read_csv(out / "stopping.csv")
     assert (st["reason"] == "ranking settled").all() and (st["reps"] == st["reps"].iloc[0]).all()
     assert "ranking settled" in err
+
+
+def test_precision_keys_in_files(tmp_path):
+    from ovssim.errors import ConfigError
+    from ovssim.scenario import from_dict, load_scenario
+    with pytest.raises(ConfigError, match="reps and precision"):
+        load_sweep(write_sweep(tmp_path, SEQ.replace("seed = 11", "seed = 11\n    reps = 4")))
+    with pytest.raises(ConfigError, match="out of range"):
+        load_sweep(write_sweep(tmp_path, SEQ.replace('"udp:throughput" = 0.001', '"udp:throughput" = 0')))
+    sc = load_scenario(tmp_path / "tiny.toml")
+    data = dict(sc.data)
+    data["scenario"] = {k: v for k, v in data["scenario"].items() if k != "reps"} | {
+        "precision": {"udp:throughput": 0.001}, "max_reps": 5}
+    sc2 = from_dict(data, file="x.toml", base_dir=tmp_path)
+    assert sc2.precision.max_reps == 5 and sc2.precision.bounds("udp", "throughput") == (0.001, None)
+    res = run_scenario(sc2, workers=1)
+    assert res.stopping is not None and res.stopping.reps == res.per_rep["rep"].nunique()
+
+
+def test_run_steady_state_gives_batch_means_intervals(scenario_file, capsys):
+    assert main(["run", str(scenario_file), "--steady-state", "--format", "csv"]) == 0
+    out = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    row = out[out["series"] == "udp:one_way_delay"].iloc[0]
+    assert row["ci95_low"] < row["mean"] < row["ci95_high"] and row["batches"] == 20
+    assert main(["run", str(scenario_file), "--steady-state", "--reps", "3"]) == 2
