@@ -72,12 +72,13 @@ def write_atomic(path, data: bytes | str, *, overwrite: bool = True, flag: str =
     return path
 
 
-def save_figure(fig, path, *, overwrite: bool = True, dpi: int = 120, what: str = "figure") -> Path:
+def save_figure(fig, path, *, overwrite: bool = True, dpi: int = 120, what: str = "figure",
+                make_parents: bool = False) -> Path:
     """A matplotlib figure written with :func:`write_atomic` (format from the suffix, PNG by default)."""
     path = Path(path)
     buf = io.BytesIO()
     fig.savefig(buf, format=path.suffix.lstrip(".").lower() or "png", dpi=dpi)
-    return write_atomic(path, buf.getvalue(), overwrite=overwrite, what=what)
+    return write_atomic(path, buf.getvalue(), overwrite=overwrite, what=what, make_parents=make_parents)
 
 
 def _umask() -> int:

@@ -204,7 +204,7 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
     bridges = _names(_list(data, "bridge", file), "bridge", file)
     members: dict[str, str] = {}
     for n, b in bridges.items():
-        if b.get("host") not in hosts:
+        if _ref(b.get("host")) not in hosts:
             raise _err(file, f"bridge.{n}.host", f"bridge {n!r} is on unknown host {b.get('host')!r}",
                        f"hosts are: {', '.join(hosts)}")
         kind = b.setdefault("kind", "ovs")
@@ -233,26 +233,28 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
             raise _err(file, f"bridge.{n}.flows", "flows must be a list of tables",
                        'write flows = [{ match = { dport = 5001 }, set_queue = 1 }]')
         for i, fl in enumerate(flows):
-            if not isinstance(fl, dict) or set(fl) - {"match", "set_queue"} or "set_queue" not in fl:
+            if not isinstance(fl, dict) or set(fl) - {"match", "set_queue"} or "set_queue" not in fl \
+                    or not isinstance(fl.get("match", {}), dict):
                 raise _err(file, f"bridge.{n}.flows[{i}]", "a flow is { match = {...}, set_queue = N }",
                            'write e.g. { match = { proto = "udp", dport = 5001 }, set_queue = 1 }')
             try:
+                for port in ("sport", "dport"):
+                    if port in fl.get("match", {}):
+                        units.whole(fl["match"][port], f"match {port}", 0, 65535)
                 QueueRule(fl.get("match", {}), fl["set_queue"])
             except ValueError as exc:
                 raise _err(file, f"bridge.{n}.flows[{i}]", str(exc), "see README 'Scenario files'") from None
     vms = _names(_list(data, "vm", file), "vm", file)
     for n, v in vms.items():
-        if v.get("host") not in hosts:
+        if _ref(v.get("host")) not in hosts:
             raise _err(file, f"vm.{n}.host", f"vm {n!r} is on unknown host {v.get('host')!r}",
                        f"hosts are: {', '.join(hosts)}")
         kind = v.setdefault("vif", "kvm-tap")
-        if kind not in VIF_KINDS:
+        if _ref(kind) not in VIF_KINDS:
             raise _err(file, f"vm.{n}.vif", f"unknown VIF kind {kind!r}", f"use one of: {', '.join(VIF_KINDS)}")
-        vc = v.setdefault("vcpus", 1)
-        if isinstance(vc, bool) or not isinstance(vc, int) or vc < 1:
-            raise _err(file, f"vm.{n}.vcpus", f"vcpus must be >= 1, got {vc!r}", "write e.g. vcpus = 2")
+        _conv(file, f"vm.{n}.vcpus", lambda c: units.whole(c, "vcpus", 1, 1024), v.setdefault("vcpus", 1))
         br = v.get("bridge")
-        if br not in members:
+        if _ref(br) not in members:
             raise _err(file, f"vm.{n}.bridge", f"vm {n!r} attaches to unknown bridge {br!r}",
                        f"bridges (and chain members) are: {', '.join(members) or '(none defined)'}")
         if bridges[members[br]]["host"] != v["host"]:
@@ -267,13 +269,13 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
     for n, b in bridges.items():
         up = b.get("uplink")
         if up is not None:
-            if up not in nics:
+            if _ref(up) not in nics:
                 raise _err(file, f"bridge.{n}.uplink", f"uplink {up!r} is not a [[nic]]", "define it as [[nic]]")
             if nics[up].get("host") != b["host"]:
                 raise _err(file, f"bridge.{n}.uplink", f"NIC {up!r} is not on host {b['host']}", "use a NIC of the same host")
             uplinks[up] = n
     for n, nic in nics.items():
-        if nic.get("host") not in hosts:
+        if _ref(nic.get("host")) not in hosts:
             raise _err(file, f"nic.{n}.host", f"nic {n!r} is on unknown host {nic.get('host')!r}",
                        f"hosts are: {', '.join(hosts)}")
         nic["rate"] = _conv(file, f"nic.{n}.rate", units.link_rate, nic.get("rate", "1gbit"))
@@ -282,7 +284,7 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
                        'write e.g. rate = "10gbit"')
         nic["prop_delay"] = _conv(file, f"nic.{n}.prop_delay", units.delay, nic.get("prop_delay", "25ns"))
         sw = nic.get("switch")
-        if sw is not None and sw not in switches:
+        if sw is not None and _ref(sw) not in switches:
             raise _err(file, f"nic.{n}.switch", f"unknown switch {sw!r}", "define it as [[switch]]")
         if n not in uplinks:
             raise _err(file, f"nic.{n}", f"NIC {n!r} is no bridge's uplink", f'set uplink = "{n}" on a [[bridge]]')
@@ -290,17 +292,22 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         if isinstance(mtu, bool) or not isinstance(mtu, int) or not 68 <= mtu <= 9216:
             raise _err(file, f"nic.{n}.mtu", f"MTU must be 68..9216, got {mtu!r}", "write e.g. mtu = 1500")
         _vlan_check(file, f"nic.{n}", nic)
+        if "txqueuelen" in nic:
+            _conv(file, f"nic.{n}.txqueuelen", lambda q: units.whole(q, "txqueuelen", 0), nic["txqueuelen"])
     workloads = _list(data, "workload", file)
     if not workloads:
         raise _err(file, "workload", "no [[workload]] defined", 'add [[workload]] tool = "ping" from = "vm1" to = "vm2"')
     seen = set()
     for i, w in enumerate(workloads):
         w.setdefault("name", f"{w.get('tool', 'workload')}{i + 1}")
+        if not isinstance(w["name"], str) or not w["name"].strip():
+            raise _err(file, f"workload[{i}].name", f"a workload's name must be a non-empty string, got {w['name']!r}",
+                       f'write name = "{w.get("tool", "workload")}{i + 1}"')
         if w["name"] in seen:
             raise _err(file, f"workload.{w['name']}", "two workloads share a name", "give each a unique name")
         seen.add(w["name"])
         for end in ("from", "to"):
-            if w.get(end) not in vms:
+            if _ref(w.get(end)) not in vms:
                 raise _err(file, f"workload.{w['name']}.{end}", f"{end} = {w.get(end)!r} is not a [[vm]]",
                            f"VMs are: {', '.join(vms) or '(none defined)'}")
         if w["from"] == w["to"]:
@@ -308,9 +315,36 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
                        "cross the switch", "send between two different [[vm]]s")
     data["_members"] = members
     data["_uplinks"] = uplinks
+    _check_elements(file, data)
     return Scenario(name=name, data=data, file=file, base_dir=base_dir or Path.cwd(), duration=duration,
                     warmup=warmup, reps=reps, seed=seed, profile=profile, trace_every=trace_every,
                     precision=precision)
+
+
+def _check_elements(file, data: dict) -> None:
+    """Build every port's qdisc and every workload once, so a bad value fails here, before any run."""
+    from .qdisc.registry import make_qdisc
+    from .workloads.registry import make_workload
+    items = [(f"{sec}.{it['name']}.qdisc", make_qdisc, it["qdisc"]) for sec in ("vm", "nic")
+             for it in data.get(sec, []) if it.get("qdisc") is not None]
+    items += [(f"workload.{w['name']}", make_workload, w) for w in data.get("workload", [])]
+    for key, build, spec in items:
+        if not isinstance(spec, (str, dict)):
+            raise _err(file, key, f"{key} must be a name or a table, got {spec!r}",
+                       'write e.g. qdisc = { kind = "pfifo", limit = 1000 }')
+        try:
+            build(spec)
+        except ConfigError as exc:
+            raise ConfigError(exc.problem, file=file, key=exc.key or key, fix=exc.fix) from None
+        except OvssimError as exc:
+            raise _err(file, key, str(exc), "see README 'Scenario files'") from None
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise _err(file, key, f"invalid value ({exc})", "see README 'Scenario files'") from None
+
+
+def _ref(value):
+    """``value`` when it can name an element (a string), else None: a list or table names nothing."""
+    return value if isinstance(value, str) else None
 
 
 def _vlan_check(file, key, item) -> None:
@@ -320,5 +354,5 @@ def _vlan_check(file, key, item) -> None:
     if vlan is not None and (isinstance(vlan, bool) or not isinstance(vlan, int) or not 1 <= vlan <= 4094):
         raise _err(file, f"{key}.vlan", f"VLAN tag must be 1..4094, got {vlan!r}", "write e.g. vlan = 10")
     if trunks is not None and (not isinstance(trunks, list) or
-                               not all(isinstance(t, int) and 1 <= t <= 4094 for t in trunks)):
+                               not all(isinstance(t, int) and not isinstance(t, bool) and 1 <= t <= 4094 for t in trunks)):
         raise _err(file, f"{key}.trunks", "trunks must be a list of VLAN tags 1..4094", "write e.g. trunks = [10, 20]")

@@ -98,3 +98,47 @@ def steady_state_table(samples: dict, batches: int = 20):
                      "batch_lag1": s.lag1})
     return pd.DataFrame(rows, columns=["series", "unit", "observations", "warmup_deleted", "mean", "ci95_low",
                                        "ci95_high", "batches", "batch_lag1"])
+
+
+class MeanAbsDiff:
+    """The steady-state mean of |D| = |x_i - x_(i-1)| over a stream fed in chunks, in bounded memory.
+
+    Keeps block means of |D| (blocks of 5, MSER-5's batches); past ``capacity`` blocks, neighbours
+    are averaged in pairs and the block width doubles (an odd last block is dropped: at most one
+    block per merge), so memory stays ``capacity`` floats however long the stream.  :meth:`mean`
+    deletes the warm-up by MSER-5 on the blocks and averages the rest.
+    """
+
+    def __init__(self, capacity: int = 1 << 15):
+        self.capacity = capacity
+        self.width = MSER_BATCH
+        self.last = None
+        self.carry = np.empty(0)
+        self.blocks = np.empty(0)
+
+    def add(self, chunk) -> None:
+        x = np.asarray(chunk, float)
+        if x.size == 0:
+            return
+        if self.last is not None:
+            x = np.concatenate([[self.last], x])
+        self.last = float(x[-1])
+        if x.size < 2:
+            return
+        d = np.concatenate([self.carry, np.abs(np.diff(x))])
+        k = d.size // self.width * self.width
+        self.blocks = np.concatenate([self.blocks, d[:k].reshape(-1, self.width).mean(axis=1)])
+        self.carry = d[k:]
+        while self.blocks.size > self.capacity:
+            self.blocks = self.blocks[: self.blocks.size // 2 * 2].reshape(-1, 2).mean(axis=1)
+            self.width *= 2
+
+    def mean(self, tail=()) -> float:
+        """The steady-state mean of |D|, with ``tail`` (values not yet added) counted but not kept."""
+        probe = MeanAbsDiff(self.capacity)
+        probe.width, probe.last, probe.carry, probe.blocks = self.width, self.last, self.carry, self.blocks
+        probe.add(tail)
+        y = probe.blocks
+        if y.size == 0:
+            return float(probe.carry.mean()) if probe.carry.size else float("nan")
+        return float(y[mser5(y):].mean())

@@ -22,10 +22,11 @@ import re
 
 from .errors import UnitError
 
-RATE_MIN = 8.0          # bit/s: 1 byte/s, the kernel's resolution (struct tc_ratespec counts bytes per second)
+RATE_MIN = 1.0          # bit/s: the smallest rate ovs-vsctl takes (OVS clamps an HTB min-rate up to one MTU/s)
 RATE_MAX = 1.6e12       # bit/s: twice the fastest Ethernet (IEEE 802.3df, 800 Gbit/s)
 TIME_MAX = 1e6          # s (11.6 days): float64 simulated time still resolves 1 ns there
 DURATION_MIN = 1e-3     # s: a traffic run shorter than 1 ms measures nothing (a host's RTT is ~20-50 us)
+INTERVAL_MIN = 1e-6     # s: the spacing of a periodic sender (ping -i); no tool sends one flow at over 1 MHz
 DELAY_MAX = 10.0        # s: a per-packet delay or cost; any packet held this long is long dropped by TCP/ping
 SIZE_MAX = 2.0 ** 40    # bytes (1 TiB): beyond any socket buffer, queue or transfer a scenario can hold
 COUNT_MAX = 10 ** 7     # replications, samples, evaluations: beyond any budget (and int64-safe)
@@ -87,8 +88,10 @@ def _within(out: float, value, what: str, low: float, high: float, shown) -> flo
 
 
 def rate(value, what: str = "rate") -> float:
-    """A rate in bit/s from ``"100mbit"``, ``"1gbit"``, ``"12.5mbps"`` or a number of bit/s (0 .. RATE_MAX)."""
-    return _within(_parse(value, _RATE, what, "100mbit"), value, what, 0.0, RATE_MAX, fmt_rate)
+    """A rate in bit/s from ``"100mbit"``, ``"1gbit"``, ``"12.5mbps"`` or a number of bit/s: 0 (none, as
+    an HFSC curve's m1) or RATE_MIN .. RATE_MAX."""
+    out = _parse(value, _RATE, what, "100mbit")
+    return out if out == 0 else _within(out, value, what, RATE_MIN, RATE_MAX, fmt_rate)
 
 
 def link_rate(value, what: str = "rate") -> float:
@@ -109,6 +112,11 @@ def time(value, what: str = "time") -> float:
 def duration(value, what: str = "duration") -> float:
     """How long traffic runs: DURATION_MIN .. TIME_MAX seconds."""
     return _within(time(value, what), value, what, DURATION_MIN, TIME_MAX, fmt_time)
+
+
+def interval(value, what: str = "interval") -> float:
+    """The spacing of a periodic sender: INTERVAL_MIN .. TIME_MAX seconds."""
+    return _within(time(value, what), value, what, INTERVAL_MIN, TIME_MAX, fmt_time)
 
 
 def delay(value, what: str = "delay") -> float:

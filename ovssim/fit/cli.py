@@ -122,7 +122,7 @@ def fit():
 def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_max, smooth, choose, param,
                 out, force, name, plots, ecdf_dir, seed):
     """Fit candidate distributions to raw delay samples in DATA and choose one by AIC/BIC."""
-    from ..atomic import check_output
+    from ..atomic import check_output, write_atomic
     from .families import fit_samples
     from .profile_writer import build_profile, write_profile
     from .samples import read_samples
@@ -157,7 +157,7 @@ def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_
             from .ecdf import frequency_table
             d = Path(ecdf_dir)
             d.mkdir(parents=True, exist_ok=True)
-            frequency_table(x).to_csv(d / f"{stem}{suffix}_ecdf.csv", index=False)
+            write_atomic(d / f"{stem}{suffix}_ecdf.csv", frequency_table(x).to_csv(index=False), what="ECDF table")
         if plots:
             from .plots import plot_ecdf, plot_qq
             d = Path(plots)

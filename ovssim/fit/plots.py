@@ -14,6 +14,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from ..atomic import save_figure  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .ecdf import ecdf  # noqa: E402
@@ -67,8 +69,7 @@ def plot_ecdf(x_seconds, fit: SampleFit, path: str | Path, *, title: str = "",
         ax.set_title(title)
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120, make_parents=True)
     plt.close(fig)
     return path
 
@@ -102,7 +103,6 @@ def plot_qq(x_seconds, fit: SampleFit, path: str | Path, *, family: str | None =
     ax.set_title(title or f"Q-Q: {fam.family}")
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120, make_parents=True)
     plt.close(fig)
     return path

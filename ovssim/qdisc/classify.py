@@ -104,8 +104,8 @@ def whole(v) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise ValueError(f"{v!r} is not a whole number")
     f = float(v)
-    if f != int(f):
-        raise ValueError(f"{v!r} is not a whole number")
+    if not abs(f) <= units.COUNT_MAX or f != int(f):
+        raise ValueError(f"{v!r} is not a whole number up to {units.COUNT_MAX}")
     return int(f)
 
 

@@ -9,13 +9,11 @@ from __future__ import annotations
 from collections import deque
 
 from .base import Device, Qdisc
-from . import defaults
+from . import classify, defaults
 
 
 def _int(v) -> int:
-    if isinstance(v, bool) or int(v) != v:
-        raise ValueError(f"{v!r} is not a whole number")
-    return int(v)
+    return classify.whole(v)
 
 
 class PFifo(Qdisc):

@@ -1,11 +1,11 @@
 """run_sweep: the store, the executor and the progress, put together."""
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..atomic import write_atomic
 from ..errors import ConfigError
 from .executors import _run_dask, _run_inprocess, _run_local
 from .progress import Progress
@@ -99,9 +99,7 @@ def run_sweep(sweep, out, *, workers: int | None = None, dask: str | None = None
         df, _ = load_results(out)
         if stopping is not None:          # replications beyond a point's stop (an earlier, longer sweep) do not count
             df = df[df["rep"] < df["point"].map({k: v.reps for k, v in stopping.items()}).fillna(0)]
-        tmp = Path(out) / (SUMMARY + ".tmp")
-        summarise_results(df).to_csv(tmp, index=False)
-        os.replace(tmp, Path(out) / SUMMARY)
+        write_atomic(Path(out) / SUMMARY, summarise_results(df).to_csv(index=False), what="summary")
     return report
 
 
@@ -114,6 +112,4 @@ def write_stopping(out: Path, sweep, stopping: dict) -> None:
     rows = [{"point": p.id, "label": p.label, "reps": stopping[p.id].reps, "reason": stopping[p.id].reason,
              "looks": stopping[p.id].looks, "widest": stopping[p.id].widest,
              "not_within_precision": " ".join(stopping[p.id].unmet)} for p in sweep.points]
-    tmp = out / (STOPPING + ".tmp")
-    pd.DataFrame(rows).to_csv(tmp, index=False)
-    os.replace(tmp, out / STOPPING)
+    write_atomic(out / STOPPING, pd.DataFrame(rows).to_csv(index=False), what="stopping")

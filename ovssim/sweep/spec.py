@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import fnmatch
 import hashlib
 import itertools
 import json
@@ -201,10 +202,12 @@ def load_sweep(source, *, reps: int | None = None) -> Sweep:
     return sweep_from_dict(data, file=str(path), base_dir=path.parent, reps=reps)
 
 
-def _whole(file, key, value, low, what):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise _err(file, key, f"{what} must be a whole number >= {low}, got {value!r}", f"write e.g. {key.split('.')[-1]} = {max(low, 10)}")
-    return value
+def _whole(file, key, value, low, what, high=None):
+    from .. import units
+    try:
+        return units.whole(value, what, low, units.COUNT_MAX if high is None else high)
+    except OvssimError as exc:
+        raise _err(file, key, str(exc), f"write e.g. {key.split('.')[-1]} = {max(low, 10)}") from None
 
 
 def sweep_from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = None,
@@ -238,6 +241,8 @@ def sweep_from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None
         base_file, sc_dir = str(bpath), bpath.parent
     base_sc = from_dict(base_raw, file=base_file, base_dir=sc_dir)   # raises ConfigError naming the base
     name = sw.get("name") or (Path(file).stem if file != "<memory>" else base_sc.name)
+    if not isinstance(name, str):
+        raise _err(file, "sweep.name", f"name must be a string, got {name!r}", 'write name = "my_sweep"')
     n = reps if reps is not None else sw.get("reps", base_sc.reps)
     n = _whole(file, "sweep.reps", n, 1, "reps")
     from ..sequential import parse_precision
@@ -250,15 +255,17 @@ def sweep_from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None
         precision = base_sc.precision           # the base scenario's own precision keys
     if precision is not None and reps is not None:
         precision = None                        # an explicit count (--reps) wins over the file's precision
-    seed = _whole(file, "sweep.seed", sw.get("seed", base_sc.seed), 0, "seed")
+    from ..units import SEED_MAX
+    seed = _whole(file, "sweep.seed", sw.get("seed", base_sc.seed), 0, "seed", SEED_MAX)
     crn = sw.get("crn", True)
     if not isinstance(crn, bool):
         raise _err(file, "sweep.crn", f"crn must be true or false, got {crn!r}", "write crn = true")
     keep = sw.get("keep_samples", [])
     if isinstance(keep, str):
         keep = [keep]
-    if not isinstance(keep, list) or not all(isinstance(k, str) for k in keep):
-        raise _err(file, "sweep.keep_samples", "keep_samples must be a list of patterns", 'write keep_samples = ["*:rtt"]')
+    if not isinstance(keep, list) or not all(isinstance(k, str) and ":" in k for k in keep):
+        raise _err(file, "sweep.keep_samples", "keep_samples must be a list of WORKLOAD:SAMPLE patterns",
+                   'write keep_samples = ["*:rtt"]')
     max_samples = _whole(file, "sweep.max_samples", sw.get("max_samples", 500), 1, "max_samples")
     fixed = data.get("set", {})
     if not isinstance(fixed, dict):
@@ -352,22 +359,16 @@ def _random_points(file, grid: dict, samples: int, seed: int) -> list[dict]:
 
 def validate_points(sweep: Sweep) -> None:
     """Build every point's scenario, qdiscs and workloads once, so bad values fail before any run."""
-    from ..qdisc.registry import make_qdisc
     from ..scenario import from_dict
-    from ..workloads.registry import make_workload
     from .worker import _profile_for
+    workloads = set()
     for p in sweep.points:
         where = f"point {p.label!r}"
         try:
             data = apply_changes(sweep.base, {**sweep.fixed, **p.changes})
-            sc = from_dict(data, file=sweep.base_file, base_dir=sweep.base_dir)
-            for sec in ("vm", "nic"):
-                for item in sc.data.get(sec, []):
-                    if item.get("qdisc") is not None:
-                        make_qdisc(item["qdisc"])
-            for wt in sc.workloads:
-                make_workload(wt)
+            sc = from_dict(data, file=sweep.base_file, base_dir=sweep.base_dir)    # builds qdiscs and workloads
             _profile_for(sc)
+            workloads |= {w["name"] for w in sc.workloads}
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc.problem}", file=sweep.file if sweep.file != "<memory>" else exc.file,
                               key=exc.key, fix=exc.fix) from None
@@ -376,3 +377,7 @@ def validate_points(sweep: Sweep) -> None:
         except (TypeError, ValueError, KeyError) as exc:
             raise ConfigError(f"{where}: invalid value ({exc})", file=sweep.file,
                               fix="check the values of the keys this point changes") from None
+    for pat in sweep.keep_samples:
+        if not any(fnmatch.fnmatchcase(w, pat.split(":", 1)[0]) for w in workloads):
+            raise ConfigError(f"keep_samples pattern {pat!r} names no workload", file=sweep.file,
+                              key="sweep.keep_samples", fix=f"workloads are: {', '.join(sorted(workloads))}")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import write_atomic
 from ..errors import ConfigError, OvssimError
 from .spec import Sweep
 
@@ -59,13 +60,11 @@ class ResultStore:
         elif self.path.exists() and self.path.stat().st_size and not resume:
             raise ConfigError(f"{self.dir} already holds results", key="--out", fix="pass --resume or choose another --out")
         self.done = self._scan(repair=True)
-        tmp = manifest.with_suffix(".tmp")
-        tmp.write_text(json.dumps({
+        write_atomic(manifest, json.dumps({
             "name": sweep.name, "file": sweep.file, "base": sweep.base_file, "fingerprint": fp,
             "seed": sweep.seed, "crn": sweep.crn, "reps": sweep.reps, "total": sweep.total,
             "points": [{"id": p.id, "label": p.label, "changes": p.changes} for p in sweep.points],
             "fixed": sweep.fixed}, indent=1, default=str))
-        os.replace(tmp, manifest)
         self._fh = open(self.path, "ab")
 
     def _scan(self, repair: bool) -> set:

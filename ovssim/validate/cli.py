@@ -27,7 +27,7 @@ def validate(only, report, no_fit, fast, reps, max_evals, workers, write_profile
     from ..atomic import check_output
     from .base import CALIBRATION, Settings
     from .report import run_testbeds, write_json, write_report
-    check_output(report, overwrite=True, what="--report")          # before hours of simulation
+    check_output(report, overwrite=True, what="--report", make_parents=True)    # before hours of simulation
     fit = not (no_fit or fast)
     calibration_dir = CALIBRATION
     if fit and not write_profiles:

@@ -14,6 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..atomic import save_figure  # noqa: E402
+
 DPI = 80
 
 
@@ -54,7 +56,7 @@ def bars(path: Path, title: str, ylabel: str, rows: list) -> Path:
     ax.legend(handles=[Patch(color="#9a9a9a", label="measured"), Patch(color="#1f77b4", label="simulated, in-sample"),
                        Patch(color="#d62728", label="simulated, held-out")], fontsize=6, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     plt.close(fig)
     return path
 
@@ -79,6 +81,6 @@ def ecdfs(path: Path, title: str, xlabel: str, series: list[tuple[str, np.ndarra
     ax.legend(fontsize=6, loc="lower right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     plt.close(fig)
     return path

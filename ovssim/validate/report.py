@@ -152,8 +152,8 @@ def write_report(results: list[TestbedResult], settings: Settings, path: Path, e
         L += [summary_table(tb.rows), ""]
         for n in tb.notes:
             L += [n, ""]
-    path.write_text("\n".join(L) + "\n")
-    return path
+    from ..atomic import write_atomic
+    return write_atomic(path, "\n".join(L) + "\n", what="report")
 
 
 def write_json(results: list[TestbedResult], settings: Settings, path: Path) -> Path:
@@ -161,8 +161,8 @@ def write_json(results: list[TestbedResult], settings: Settings, path: Path) -> 
            "targets": TARGETS,
            "testbeds": {tb.name: {"profile": tb.profile, "rows": [r.record() for r in tb.rows],
                                   "rankings": tb.extra.get("rankings", [])} for tb in results}}
-    Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    return Path(path)
+    from ..atomic import write_atomic
+    return write_atomic(path, json.dumps(doc, indent=1, default=str) + "\n", what="results")
 
 
 def committed_rows(path: Path | None = None) -> dict:

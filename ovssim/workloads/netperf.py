@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
+from ..metrics import DelayStats
 from ..sched import call_at
 from ..tcp.connection import connect
 from ..tcp.spec import (Option, as_bool, as_cc, as_port, as_positive_time, as_size, as_time,
@@ -194,7 +195,7 @@ class NetperfTcpRR(_NetperfTcp):
             raise ConfigError(f"TCP_RR sizes must be two sizes >= 1 byte, got {rr!r}", key="r",
                               fix='write r = "1,1"')
         self.request, self.response = int(rr[0]), int(rr[1])
-        self.latencies: list[float] = []
+        self.latencies = DelayStats()      # bounded memory however long the run
         self.transactions = 0
         self._req_t = 0.0
         self._srv_have = 0
@@ -238,7 +239,10 @@ class NetperfTcpRR(_NetperfTcp):
             self._cli_have -= self.response
             if now <= self.t1:
                 self.transactions += 1
-                self.latencies.append(now - self._req_t)
+                lat = self.latencies.values
+                lat.append(now - self._req_t)
+                if len(lat) >= DelayStats.CAPACITY:
+                    self.latencies.fold()
                 self._send_request()
 
     def metrics(self) -> list[Metric]:
@@ -246,15 +250,15 @@ class NetperfTcpRR(_NetperfTcp):
         tps = self.transactions / span if span > 0 else 0.0
         out = [Metric("transactions", tps, "1/s"),
                Metric("rtt_mean", 1e3 / tps if tps > 0 else float("nan"), "ms")]
-        if self.latencies:
-            lat = np.asarray(self.latencies) * 1e3
-            out += [Metric("latency_mean", float(lat.mean()), "ms"),
-                    Metric("latency_p50", float(np.percentile(lat, 50)), "ms"),
-                    Metric("latency_p99", float(np.percentile(lat, 99)), "ms")]
+        if self.latencies.count:
+            lat = self.latencies
+            out += [Metric("latency_mean", lat.mean() * 1e3, "ms"),
+                    Metric("latency_p50", lat.percentile(50) * 1e3, "ms"),
+                    Metric("latency_p99", lat.percentile(99) * 1e3, "ms")]
         return out + self._tcp_metrics()
 
     def samples(self) -> dict[str, np.ndarray]:
-        return {"rr_latency": np.asarray(self.latencies) * 1e3}
+        return {"rr_latency": self.latencies.sample() * 1e3}
 
 
 def netperf_from_spec(table: dict) -> Workload:

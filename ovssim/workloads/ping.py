@@ -72,9 +72,10 @@ class Ping(Workload):
             raise ConfigError(f"unknown ping option {sorted(bad)[0]!r}", key=f"workload.{t.get('name')}.{sorted(bad)[0]}",
                               fix="ping takes: c (count), i (interval), s (size), start, tos")
         try:
-            return cls(count=int(t["c"]) if "c" in t else None, interval=units.time(t.get("i", "1s")),
+            return cls(count=units.whole(t["c"], "ping -c", 1) if "c" in t else None,
+                       interval=units.interval(t.get("i", "1s"), "ping -i"),
                        size=int(units.size(t.get("s", 56))), start=units.time(t.get("start", 0)),
-                       tos=int(t.get("tos", 0)), name=t.get("name"))
+                       tos=units.whole(t.get("tos", 0), "ping -Q (tos)", 0, 255), name=t.get("name"))
         except ConfigError:
             raise
         except (ValueError, TypeError) as exc:

@@ -12,7 +12,7 @@ datagrams at 95 Mbit/s for 10 s, 100 iterations.
 ``jitter_mean`` is the steady-state estimate of the jitter iperf reports: J is an
 exponentially weighted mean of |D| (gain 1/16), so once the stream is stationary
 E[J] = E[|D|], and the mean of |D| over the whole run (after MSER-5 warm-up deletion,
-:func:`ovssim.steady.mser5`) estimates it from every datagram instead of the last ~16
+:class:`ovssim.steady.MeanAbsDiff`) estimates it from every datagram instead of the last ~16
 that iperf's final J remembers: the same expectation with a far smaller variance
 (thesis UDP test: 0.3 % against 21 % between 10-s replications).
 
@@ -40,7 +40,8 @@ from simpy.events import NORMAL
 
 from .. import units
 from ..errors import ConfigError
-from ..metrics import JitterEstimator, percentile
+from ..metrics import DelayStats, JitterEstimator
+from ..steady import MeanAbsDiff
 from ..packet import FlowKey, Packet, udp_frame_size
 from ..path.cpu import conn_key
 from ..sched import FIRE, call_at
@@ -85,11 +86,12 @@ class IperfUdp(Workload):
                               key=f"workload.{t.get('name')}.{sorted(bad)[0]}",
                               fix="iperf UDP takes: b (rate), l (length), t (time), start, tos, port")
         try:
-            return cls(rate_bps=units.rate(t.get("b", "1mbit")), length=int(units.size(t.get("l", 1470))),
-                       duration=units.time(t["t"]) if "t" in t else None,
-                       start=units.time(t.get("start", 0)), tos=int(t.get("tos", 0)),
-                       port=int(t.get("port", IPERF_PORT)), name=t.get("name"),
-                       trace_every=int(t.get("trace_every", 0)))
+            return cls(rate_bps=units.link_rate(t.get("b", "1mbit"), "iperf -b"),
+                       length=int(units.size(t.get("l", 1470), "iperf -l")),
+                       duration=units.duration(t["t"], "iperf -t") if "t" in t else None,
+                       start=units.time(t.get("start", 0), "start"), tos=units.whole(t.get("tos", 0), "iperf -S (tos)", 0, 255),
+                       port=units.whole(t.get("port", IPERF_PORT), "iperf -p (port)", 1, 65535), name=t.get("name"),
+                       trace_every=units.whole(t.get("trace_every", 0), "trace_every", 0))
         except ConfigError:
             raise
         except (ValueError, TypeError) as exc:
@@ -115,7 +117,8 @@ class IperfUdp(Workload):
         self.max_seq = -1
         self.out_of_order = 0
         self.jitter = JitterEstimator()
-        self.delays: list[float] = []
+        self.delays = DelayStats()     # bounded memory however long the run (DelayStats.fold)
+        self.abs_diff = MeanAbsDiff()  # |D| block means for jitter_mean, bounded too
         self.stage_samples: dict[str, list] = {}
         # run to completion (the source shares the host's kernel: Endpoint.inline_tx): the next sendto()
         # waits for the flow's core to finish this datagram's softirq work -- (free times, core) or None
@@ -188,7 +191,11 @@ class IperfUdp(Workload):
         else:
             self.max_seq = pkt.seq
         self.jitter.update(pkt.created, t)
-        self.delays.append(t - pkt.created)
+        delays = self.delays.values
+        delays.append(t - pkt.created)
+        if len(delays) >= DelayStats.CAPACITY:
+            self.abs_diff.add(delays)            # before the raw values are folded away
+            self.delays.fold()
         if pkt.stamps is not None:
             stamps = sorted(pkt.stamps.items(), key=lambda kv: kv[1])
             stamps.append(("app.recv", t))
@@ -200,18 +207,19 @@ class IperfUdp(Workload):
         span = (self.last_rx - self.first_rx) if self.rx > 1 else 0.0
         thr = (self.rx_bytes * 8 / span / 1e6) if span > 0 else 0.0
         lost = max(0, self.sent - self.rx)
-        d = np.asarray(self.delays)
+        d = self.delays
+        jitter_mean = self.abs_diff.mean(tail=d.values) * 1e3 if self.rx >= 3 else float("nan")   # before d folds
         return [Metric("throughput", thr, "Mbit/s"),
                 # undefined until two datagrams arrived (iperf prints none for an empty interval)
                 Metric("jitter", self.jitter.jitter * 1e3 if self.rx >= 2 else float("nan"), "ms"),
-                Metric("jitter_mean", _steady_mean_abs_diff(d) * 1e3, "ms"),
+                Metric("jitter_mean", jitter_mean, "ms"),
                 Metric("loss", 100.0 * lost / self.sent if self.sent else 0.0, "%"),
                 Metric("out_of_order", float(self.out_of_order), "datagrams"),
-                Metric("delay_mean", float(d.mean() * 1e3) if d.size else float("nan"), "ms"),
-                Metric("delay_p99", percentile(d, 99) * 1e3, "ms")]
+                Metric("delay_mean", d.mean() * 1e3, "ms"),
+                Metric("delay_p99", d.percentile(99) * 1e3, "ms")]
 
     def samples(self) -> dict[str, np.ndarray]:
-        out = {"one_way_delay": np.asarray(self.delays)}
+        out = {"one_way_delay": self.delays.sample()}
         for k, v in self.stage_samples.items():
             out[f"stage:{k}"] = np.asarray(v)
         return out
@@ -311,11 +319,3 @@ class Iperf3Udp(IperfUdp):
             timer.callbacks = FIRE
             heappush(env._queue, (at, NORMAL, next(env._eid), timer))
 
-
-def _steady_mean_abs_diff(transit: np.ndarray) -> float:
-    """Mean |D| of consecutive transit times after MSER-5 warm-up deletion: E[J] of RFC 3550's jitter."""
-    from ..steady import mser5
-    if transit.size < 3:
-        return float("nan")
-    dd = np.abs(np.diff(transit))
-    return float(dd[mser5(dd):].mean())

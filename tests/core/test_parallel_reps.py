@@ -36,8 +36,12 @@ def test_more_workers_than_replications():
     assert one.per_rep.equals(run_scenario(_sc(), reps=1, seed=3).per_rep)
 
 
-def test_an_error_in_a_worker_reaches_the_caller():
-    bad = _sc(**{"vm.vm1.qdisc": {"kind": "wfq"}})
+def test_an_error_in_a_scenario_reaches_the_caller_before_any_worker():
+    """A bad qdisc is found when the scenario is read (every qdisc and workload is built once there),
+    so no worker process starts for it."""
+    bad = load_scenario(EXAMPLE).data
+    bad = {k: v for k, v in bad.items() if not k.startswith("_")}
+    bad["vm"][0]["qdisc"] = {"kind": "wfq"}
     with pytest.raises(ConfigError, match="unknown qdisc kind"):
         run_scenario(bad, reps=2, workers=2)
 
