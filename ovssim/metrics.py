@@ -102,11 +102,12 @@ class DelayStats:
             self._stride *= 2
         self.n = n + m
 
-    def mean(self) -> float:
+    def mean(self, scale: float = 1.0) -> float:
+        """The mean of the values times ``scale`` (unfolded: numpy's mean of the scaled values, to the bit)."""
         if not self.n:
-            return float(np.mean(self.values)) if self.values else float("nan")
+            return float(np.mean(np.asarray(self.values) * scale)) if self.values else float("nan")
         self.fold()
-        return self._mean
+        return self._mean * scale
 
     def std(self) -> float:
         """Population standard deviation (ping's mdev)."""
@@ -115,15 +116,15 @@ class DelayStats:
         self.fold()
         return float(np.sqrt(self._m2 / self.n))
 
-    def percentile(self, q: float) -> float:
-        """The ``q``-th percentile (0-100): numpy's on the raw values, or the histogram's."""
+    def percentile(self, q: float, scale: float = 1.0) -> float:
+        """The ``q``-th percentile (0-100) times ``scale``: numpy's on the raw values, or the histogram's."""
         if not self.n:
-            return percentile(self.values, q)
+            return percentile(np.asarray(self.values) * scale, q)
         self.fold()
         rank = q / 100.0 * (self.n - 1)
         k = int(np.searchsorted(np.cumsum(self._counts), rank, side="right"))
         value = 2.0 * np.exp((k + self._KMIN) * self._LOG_GAMMA) / (1.0 + np.exp(self._LOG_GAMMA))
-        return float(min(max(value, self.min), self.max))
+        return float(min(max(value, self.min), self.max)) * scale
 
     def sample(self) -> np.ndarray:
         """The raw values, or (once folded) every ``stride``-th of them."""

@@ -252,9 +252,9 @@ class NetperfTcpRR(_NetperfTcp):
                Metric("rtt_mean", 1e3 / tps if tps > 0 else float("nan"), "ms")]
         if self.latencies.count:
             lat = self.latencies
-            out += [Metric("latency_mean", lat.mean() * 1e3, "ms"),
-                    Metric("latency_p50", lat.percentile(50) * 1e3, "ms"),
-                    Metric("latency_p99", lat.percentile(99) * 1e3, "ms")]
+            out += [Metric("latency_mean", lat.mean(1e3), "ms"),          # ms, as netperf prints
+                    Metric("latency_p50", lat.percentile(50, 1e3), "ms"),
+                    Metric("latency_p99", lat.percentile(99, 1e3), "ms")]
         return out + self._tcp_metrics()
 
     def samples(self) -> dict[str, np.ndarray]:
