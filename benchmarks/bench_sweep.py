@@ -1,11 +1,19 @@
-"""Sweep benchmarks: thesis-matrix projection, scaling efficiency, bounded memory.  Prints figures.
+"""Sweep benchmarks: the thesis matrix at a stated precision, projection, scaling, bounded memory.  Prints figures.
 
-    .venv/bin/python benchmarks/bench_sweep.py                 # all three parts (~10 min on 2 idle cores)
+    .venv/bin/python benchmarks/bench_sweep.py precision       # the thesis matrix to 1 % / 5 % CIs (target <= 5 min)
+    .venv/bin/python benchmarks/bench_sweep.py                 # all parts (~15 min on 2 idle cores)
     .venv/bin/python benchmarks/bench_sweep.py matrix --sample-duration 2s
     .venv/bin/python benchmarks/bench_sweep.py matrix --full    # really run the 3600-run thesis matrix
     .venv/bin/python benchmarks/bench_sweep.py scaling --runs 48
     .venv/bin/python benchmarks/bench_sweep.py memory --runs 10000
 
+precision  answers the thesis matrix (all 36 cells of examples/sweep_thesis.toml, 10 s simulated per run) with
+         sequential replications: every cell until the 95 % CI half-width of throughput, transactions and
+         latency is <= 1 % of the mean and of jitter <= 5 % (min 3, max 100 replications; jitter's mean
+         estimated by jitter_mean, the run's steady-state mean |D| -- --final-jitter watches iperf's
+         final J instead, ~60 replications a UDP cell); prints the
+         replications each cell took, the CI widths reached, the wall time against the 5-minute target,
+         and the fixed 100-replication matrix's time projected from the same runs' CPU seconds.
 matrix   runs one replication of each point of examples/sweep_thesis.toml (6 schedulers x OVS/Linux
          bridge x TCP_STREAM/TCP_RR/UDP) at a shorter simulated duration, scales each run's cost
          linearly to the thesis's 10 s, and projects the full 100-replication matrix on N workers.
@@ -71,6 +79,60 @@ def tree_rss(pid: int) -> int:
         total += rss_kib(p)
         todo += children(p)
     return total
+
+
+# --------------------------------------------------------------------------- precision
+
+PRECISION = {"throughput": 0.01, "transactions": 0.01, "rtt_mean": 0.01, "jitter_mean": 0.05}
+SHOWN = ("throughput", "transactions", "rtt_mean", "jitter_mean", "jitter")
+
+
+def bench_precision(workers: int, out: Path | None, min_reps: int, max_reps: int, final_jitter: bool) -> None:
+    """Jitter's mean is estimated by ``jitter_mean`` (the steady-state mean |D| of the run, whose expectation
+    is that of iperf's final J); ``final_jitter`` watches iperf's final J itself, as the thesis averaged it."""
+    import pandas as pd
+
+    from ovssim.sequential import Precision
+    sw = load_sweep(THESIS)
+    fixed_reps = sw.reps
+    watched = dict(PRECISION)
+    if final_jitter:
+        watched["jitter"] = watched.pop("jitter_mean")
+    sw.precision = Precision(watched, {}, min_reps, max_reps)
+    target = out or Path(tempfile.mkdtemp(prefix="bench-precision-"))
+    print(f"thesis matrix at a stated precision: {len(sw.points)} cells, 95% CI half-width <= "
+          + ", ".join(f"{v:.0%} ({k})" for k, v in watched.items())
+          + f"; {min_reps}..{max_reps} replications of {sw.fixed.get('scenario.duration')} on {workers} workers"
+          f" ({load()})")
+    t0 = time.perf_counter()
+    rep = run_sweep(sw, target, workers=workers, progress=sys.stderr.isatty())
+    dt = time.perf_counter() - t0
+    assert not rep.failed, rep.failed[:1]
+    summ = pd.read_csv(target / "summary.csv")
+    summ = summ[summ["metric"].isin(SHOWN)]
+    summ = summ.assign(rel_half=(summ["ci95_high"] - summ["ci95_low"]) / 2 / summ["mean"].abs())
+    print(f"  {'cell':58} {'reps':>4}  {'reason':17} CI half-width / mean reached")
+    for p in sw.points:
+        st = rep.stopping[p.id]
+        rows = summ[summ["point"] == p.id]
+        widths = "  ".join(f"{r.metric} {r.rel_half:.3%}" for r in rows.itertuples())
+        label = p.label.replace("qdisc=", "").replace("workload=", "")
+        print(f"  {label[:58]:58} {st.reps:4d}  {st.reason:17} {widths}")
+    reps = [rep.stopping[p.id].reps for p in sw.points]
+    within = sum(rep.stopping[p.id].reason == "precision reached" for p in sw.points)
+    cpu = sum(r.get("cpu", 0.0) for r in iter_records(target))
+    print(f"{len(sw.points)} cells, {sum(reps)} runs ({min(reps)}..{max(reps)} per cell, mean {sum(reps) / len(reps):.1f}); "
+          f"{within}/{len(sw.points)} cells within precision; worst reached per metric (watched: "
+          f"{', '.join(watched)}): "
+          + ", ".join(f"{m} {g.max():.3%}" for m, g in summ.groupby("metric")["rel_half"]))
+    print(f"wall {dt / 60:.2f} min on {workers} workers (target <= 5 min; {load()}); run CPU {cpu:.0f} s "
+          f"({cpu / max(1, sum(reps)):.2f} s/run; wall/CPU x workers = {dt * workers / max(cpu, 1e-9):.2f})")
+    per_run = cpu / max(1, sum(reps))
+    print(f"the fixed {fixed_reps}-replication matrix: {len(sw.points) * fixed_reps} runs, projected "
+          f"{per_run * len(sw.points) * fixed_reps / workers / 60:.1f} min on {workers} dedicated workers at the same "
+          f"CPU s/run -- {len(sw.points) * fixed_reps / max(1, sum(reps)):.1f}x the runs; results in {target}")
+    if out is None:
+        shutil.rmtree(target, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- matrix
@@ -232,7 +294,11 @@ def bench_memory(runs: int, workers: int) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", nargs="?", default="all", choices=["all", "matrix", "scaling", "memory"])
+    ap.add_argument("part", nargs="?", default="all", choices=["all", "precision", "matrix", "scaling", "memory"])
+    ap.add_argument("--min-reps", type=int, default=3)
+    ap.add_argument("--max-reps", type=int, default=100)
+    ap.add_argument("--final-jitter", action="store_true",
+                    help="precision: watch iperf's final jitter J (as the thesis averaged it) instead of jitter_mean")
     ap.add_argument("--sample-duration", default="1s", help="simulated time per sampled matrix run")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--full", action="store_true", help="run the whole thesis matrix instead of projecting")
@@ -241,6 +307,8 @@ def main(argv=None) -> None:
     ap.add_argument("--duration", default="3s", help="simulated time per scaling run")
     ap.add_argument("--no-dask", action="store_true")
     a = ap.parse_args(argv)
+    if a.part in ("all", "precision"):
+        bench_precision(a.workers, a.out, a.min_reps, a.max_reps, a.final_jitter)
     if a.part in ("all", "matrix"):
         bench_matrix(a.sample_duration, a.workers, a.full, a.out)
     if a.part in ("all", "scaling"):

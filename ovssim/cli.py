@@ -66,16 +66,64 @@ def cli():
     """ovssim: simulate the Open vSwitch packet path (VIF -> bridge -> qdisc -> PIF)."""
 
 
+def precision_options(fn):
+    """``--precision``, ``--abs-precision``, ``--min-reps``, ``--max-reps`` (run, whatif, sweep)."""
+    opts = [
+        click.option("--precision", multiple=True, metavar="[METRIC=]REL",
+                     help="add replications until every reported metric's 95% CI half-width is within REL of its "
+                          "mean (0.01 = 1%); METRIC=REL for one metric (repeatable; patterns like rtt_* and "
+                          "udp:jitter)"),
+        click.option("--abs-precision", multiple=True, metavar="METRIC=VALUE",
+                     help="or within VALUE (the metric's unit), e.g. loss=0.1 (repeatable)"),
+        click.option("--min-reps", type=click.IntRange(2, units.COUNT_MAX), default=None,
+                     help="replications before the first look (default 3)"),
+        click.option("--max-reps", type=click.IntRange(2, units.COUNT_MAX), default=None,
+                     help="stop here even if the precision is not reached (default 100)"),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def precision_from_cli(precision, abs_precision, min_reps, max_reps, reps=None, file_precision=None):
+    """A :class:`~ovssim.sequential.Precision` from the options (None without --precision/--abs-precision);
+    ``--min-reps``/``--max-reps`` not given keep those of ``file_precision`` (the file's own keys)."""
+    from .sequential import parse_precision
+    if file_precision is not None:
+        min_reps = file_precision.min_reps if min_reps is None else min_reps
+        max_reps = file_precision.max_reps if max_reps is None else max_reps
+        if not precision and not abs_precision and (min_reps, max_reps) != (file_precision.min_reps,
+                                                                            file_precision.max_reps):
+            precision, abs_precision = [f"{k}={v}" for k, v in file_precision.rel.items()], \
+                [f"{k}={v}" for k, v in file_precision.abs.items()]
+    prec = parse_precision(precision, abs_precision, min_reps, max_reps)
+    if prec is not None and reps is not None:
+        raise OvssimError("--reps and --precision are both given; keep --reps for a fixed count, or --precision "
+                          "(with --min-reps/--max-reps) to stop at a CI width")
+    return prec
+
+
+def stopping_line(name: str, st) -> str:
+    """One line: how many replications a point took and why it stopped."""
+    text = f"{name}: {st.reps} replications, {st.reason}"
+    if st.unmet:
+        shown = ", ".join(st.unmet[:6]) + (f" and {len(st.unmet) - 6} more" if len(st.unmet) > 6 else "")
+        text += f" (not within precision: {shown})"
+    return text
+
+
 def _fmt_table(summary) -> str:
     from rich.console import Console
     from rich.table import Table
+
+    from .intervals import ci_text
     table = Table(title=summary["scenario"].iloc[0] if len(summary) else "results")
     for col in ("workload", "metric", "mean", "95% CI", "unit", "reps"):
         table.add_column(col, justify="right" if col in ("mean", "95% CI", "reps") else "left")
     for r in summary.itertuples():
         if _PER_CORE.match(r.metric):
             continue                      # per-core rows: in --format csv/json
-        table.add_row(r.workload, r.metric, f"{r.mean:.6g}", f"[{r.ci95_low:.6g}, {r.ci95_high:.6g}]",
+        table.add_row(r.workload, r.metric, f"{r.mean:.6g}", ci_text(r.ci95_low, r.ci95_high, ".6g"),
                       r.unit, str(r.reps))
     console = Console(record=True, width=110)
     with console.capture() as cap:
@@ -96,7 +144,12 @@ def _fmt_table(summary) -> str:
               help="processes running replications (default: one per local core; results do not depend on it)")
 @click.option("--separately", is_flag=True,
               help="run each [[workload]] on its own, as the thesis ran its tests (system rows are per test)")
-def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separately):
+@precision_options
+@click.option("--steady-state", is_flag=True,
+              help="one long replication: MSER-5 warm-up deletion and batch-means 95%% CIs of every sample series "
+                   "(RTTs, delays) instead of replications")
+def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separately, precision, abs_precision,
+        min_reps, max_reps, steady_state):
     """Run SCENARIO.toml and print throughput, RTT, jitter and loss with 95% CIs."""
     from .atomic import check_output, write_atomic
     from .profile import Profile
@@ -105,15 +158,34 @@ def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separ
     if out is not None:
         check_output(out, overwrite=force, what="--out")       # before the simulation, not after it
     sc = load_scenario(scenario)
+    prec = precision_from_cli(precision, abs_precision, min_reps, max_reps, reps)
     prof = Profile.load(sc.profile if profile is None else profile, relative_to=sc.base_dir)
     if progress is None:
         progress = sys.stderr.isatty()
-    kw = dict(reps=reps, seed=seed, progress=progress, profile=prof, workers=workers or local_cores())
-    if separately and len(sc.workloads) > 1:
-        summary = _run_separately(sc, kw)
+    kw = dict(reps=reps, seed=seed, progress=progress, profile=prof, workers=workers or local_cores(),
+              precision=prec)
+    if steady_state:
+        if prec is not None or (reps or 1) != 1 or separately:
+            raise OvssimError("--steady-state estimates from one long replication; drop --reps, --precision and "
+                              "--separately (or drop --steady-state)")
+        from .steady import steady_state_table
+        summary = steady_state_table(run_scenario(sc, **{**kw, "reps": 1}).samples)
+        stops = []
+        if summary.empty:
+            raise OvssimError("--steady-state found no sample series of 40 or more observations; lengthen the "
+                              "run (scenario duration) or use a workload that records samples (ping, iperf UDP, "
+                              "netperf TCP_RR)")
+    elif separately and len(sc.workloads) > 1:
+        summary, stops = _run_separately(sc, kw)
     else:
-        summary = run_scenario(sc, **kw).summary
-    if fmt == "table":
+        res = run_scenario(sc, **kw)
+        summary, stops = res.summary, [(sc.name, res.stopping)]
+    for name, st in stops:
+        if st is not None:
+            click.echo(stopping_line(name, st), err=True)
+    if fmt == "table" and steady_state:
+        text = summary.to_string(index=False) + "\n"
+    elif fmt == "table":
         text = _fmt_table(summary)
     elif fmt == "csv":
         text = summary.to_csv(index=False)
@@ -133,23 +205,27 @@ def _run_separately(sc, kw):
 
     from .runner import ReplicationPool, run_scenario
     from .scenario import from_dict
-    workers = min(kw.pop("workers"), sc.reps if kw.get("reps") is None else kw["reps"])
+    prec = kw["precision"] or (sc.precision if kw.get("reps") is None else None)
+    most = prec.max_reps if prec is not None else (sc.reps if kw.get("reps") is None else kw["reps"])
+    workers = min(kw.pop("workers"), most)
     pool = ReplicationPool(workers) if workers > 1 else None     # one pool for all the tests
-    parts = []
+    parts, stops = [], []
     try:
         for wl in sc.data["workload"]:
             data = copy.deepcopy(sc.data)
             data["workload"] = [wl]
-            part = run_scenario(from_dict(data, file=sc.file, base_dir=sc.base_dir), pool=pool, **kw).summary
+            res = run_scenario(from_dict(data, file=sc.file, base_dir=sc.base_dir), pool=pool, **kw)
+            part = res.summary
             part.loc[part["workload"] == "system", "workload"] = f"system ({wl['name']})"
             parts.append(part)
+            stops.append((wl["name"], res.stopping))
     except BaseException:
         if pool is not None:
             pool.close(kill=True)
         raise
     if pool is not None:
         pool.close()
-    return pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True), stops
 
 
 def _interrupt(signum, _frame):

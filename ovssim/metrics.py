@@ -1,14 +1,16 @@
 """Metrics: RFC 3550 jitter, loss, percentiles, and mean +- 95% CI over replications.
 
 The thesis reports every figure as the mean of 100 iterations with a 95%
-confidence interval (seed 000 §6.1); :func:`summarise` does the same with
-Student's t (scipy.stats.t), one row per workload and metric.
+confidence interval (seed 000 §6.1); :func:`summarise` does the same, one row per
+workload and metric, with the interval of :mod:`ovssim.intervals` (Student's t, or a method
+that stays inside the metric's range).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from .intervals import interval
 
 
 class JitterEstimator:
@@ -132,29 +134,17 @@ class DelayStats:
         return self._kept.copy()
 
 
-def ci95(values) -> tuple[float, float, float]:
-    """(mean, low, high) of a Student-t 95% confidence interval; a single value has a zero-width CI."""
-    x = np.asarray(values, float)
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return (float("nan"),) * 3
-    m = float(x.mean())
-    if x.size < 2:
-        return m, m, m
-    half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
-    return m, m - half, m + half
-
-
 def summarise(per_rep: pd.DataFrame, scenario: str) -> pd.DataFrame:
-    """Tidy summary: scenario, workload, metric, unit, mean, ci95_low, ci95_high, reps."""
+    """Tidy summary: scenario, workload, metric, unit, mean, ci95_low, ci95_high, reps, ci_method
+    (intervals from :func:`ovssim.intervals.interval`)."""
     rows = []
     if per_rep.empty:
         return pd.DataFrame(columns=["scenario", "workload", "metric", "unit", "mean", "ci95_low",
-                                     "ci95_high", "reps"])
+                                     "ci95_high", "reps", "ci_method"])
     for (wl, metric, unit), grp in per_rep.groupby(["workload", "metric", "unit"], sort=False):
-        m, lo, hi = ci95(grp["value"])
-        rows.append({"scenario": scenario, "workload": wl, "metric": metric, "unit": unit, "mean": m,
-                     "ci95_low": lo, "ci95_high": hi, "reps": int(grp["value"].notna().sum())})
+        ci = interval(grp["value"], unit, metric)
+        rows.append({"scenario": scenario, "workload": wl, "metric": metric, "unit": unit, "mean": ci.mean,
+                     "ci95_low": ci.low, "ci95_high": ci.high, "reps": ci.n, "ci_method": ci.method})
     return pd.DataFrame(rows)
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 import simpy
 
 from .metrics import summarise
+from .sequential import Precision, Stopping, check, next_checkpoint, stopping_of, values_of
 from .profile import Profile
 from .scenario import Scenario, load_scenario
 from .sched import run_until
@@ -47,6 +48,7 @@ class RunResult:
     per_rep: pd.DataFrame
     samples: dict = field(default_factory=dict)
     counters: list = field(default_factory=list)
+    stopping: Stopping | None = None      # with a precision: how many replications, and why it stopped
 
 
 def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None = None):
@@ -138,15 +140,16 @@ def shutdown_pool(executor, *, kill: bool) -> None:
     executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _replications(sc: Scenario, profile: Profile, n: int, seed: int, workers: int, advance,
+def _replications(sc: Scenario, profile: Profile, reps: range, seed: int, workers: int, advance,
                   pool: ReplicationPool | None = None):
-    """Yield ``(rep, result)`` of replications 0..n-1: serially, on ``pool``, or on a pool of
+    """Yield ``(rep, result)`` of the replications ``reps``: serially, on ``pool``, or on a pool of
     ``workers`` processes made for this call.
 
     Each replication's random streams derive from ``(seed, rep)`` alone, so the results do not
     depend on the worker count or the order replications finish in."""
+    n = len(reps)
     if pool is None and (workers <= 1 or n <= 1):
-        for rep in range(n):
+        for rep in reps:
             yield rep, run_replication(sc, profile, rep, seed)
             advance()
         return
@@ -157,7 +160,7 @@ def _replications(sc: Scenario, profile: Profile, n: int, seed: int, workers: in
     pending = {}
     failed = True
     try:
-        pending = {pool.executor.submit(run_replication, sc, profile, rep, seed): rep for rep in range(n)}
+        pending = {pool.executor.submit(run_replication, sc, profile, rep, seed): rep for rep in reps}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
@@ -175,8 +178,13 @@ def _replications(sc: Scenario, profile: Profile, n: int, seed: int, workers: in
 
 def run_scenario(scenario, reps: int | None = None, seed: int | None = None, progress: bool = False,
                  profile: Profile | None = None, workers: int = 1,
-                 pool: ReplicationPool | None = None) -> RunResult:
+                 pool: ReplicationPool | None = None, precision: Precision | None = None) -> RunResult:
     """Run all replications of ``scenario`` (a path, dict or :class:`Scenario`).
+
+    ``precision`` (or the scenario's ``precision`` keys) replaces the fixed count: replications are
+    added in batches until every watched metric's 95 % CI is as narrow as asked, or ``max_reps``
+    (:mod:`ovssim.sequential`); ``RunResult.stopping`` says how it stopped.  ``reps`` and ``precision``
+    together are an error.
 
     ``workers`` > 1 runs them on that many local processes (at most one per replication), or
     ``pool`` on its processes; the results are identical to a serial run.  The processes are
@@ -188,9 +196,10 @@ def run_scenario(scenario, reps: int | None = None, seed: int | None = None, pro
     overrides = sc.data.get("params") or {}
     if overrides:
         profile = profile.with_overrides(overrides, source=f"{sc.file} [params]")
-    n = sc.reps if reps is None else reps
+    if precision is None and reps is None:
+        precision = sc.precision
     seed = sc.seed if seed is None else seed
-    all_rows, all_samples, all_counters = [], {}, []
+    n = (sc.reps if reps is None else reps) if precision is None else precision.min_reps
     bar = None
     if progress:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
@@ -200,19 +209,45 @@ def run_scenario(scenario, reps: int | None = None, seed: int | None = None, pro
                        transient=True, console=Console(stderr=True))     # stdout stays the results
         bar.start()
         task = bar.add_task("reps", total=n)
-    results: list = [None] * n
+    results: list = []
+    stopping, looks = None, 0
+    own_pool = None
+    if precision is not None and pool is None and workers > 1:
+        pool = own_pool = ReplicationPool(min(workers, precision.max_reps))    # one pool for every batch
+    failed = True
     try:
         advance = (lambda: bar.advance(task)) if bar is not None else (lambda: None)
-        for rep, res in _replications(sc, profile, n, seed, workers, advance, pool):
-            results[rep] = res
+        while True:
+            batch: list = [None] * (n - len(results))
+            for rep, res in _replications(sc, profile, range(len(results), n), seed, workers, advance, pool):
+                batch[rep - len(results)] = res
+            results += batch
+            if precision is None:
+                break
+            looks += 1
+            per_rep = _per_rep(results)
+            stopping = stopping_of(check(values_of(per_rep), precision), n, looks, precision)
+            if stopping is not None:
+                break
+            n = next_checkpoint(n, precision)
+            if bar is not None:
+                bar.update(task, total=n)
+        failed = False
     finally:
         if bar is not None:
             bar.stop()
-    for rows, samples, counters in results:          # in replication order, whatever finished first
-        all_rows += rows
+        if own_pool is not None:
+            own_pool.close(kill=failed)
+    all_samples, all_counters = {}, []
+    for _rows, samples, counters in results:          # in replication order, whatever finished first
         for k, v in samples.items():
             all_samples.setdefault(k, []).append(v)
         all_counters.append(counters)
-    per_rep = pd.DataFrame(all_rows, columns=["rep", "workload", "metric", "unit", "value"])
+    per_rep = _per_rep(results)
     samples = {k: np.concatenate(v) if v else np.array([]) for k, v in all_samples.items()}
-    return RunResult(sc.name, summarise(per_rep, sc.name), per_rep, samples, all_counters)
+    return RunResult(sc.name, summarise(per_rep, sc.name), per_rep, samples, all_counters, stopping)
+
+
+def _per_rep(results) -> pd.DataFrame:
+    rows = [r for rows, _s, _c in results for r in rows]
+    return pd.DataFrame(rows, columns=["rep", "workload", "metric", "unit", "value"])

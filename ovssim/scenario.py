@@ -3,7 +3,9 @@
 This is the only module that reads scenario files.  Layout (every table is
 optional except ``[scenario]``, ``[[host]]`` and ``[[workload]]``)::
 
-    [scenario]   name, description, duration ("10s"), reps, seed, profile, warmup
+    [scenario]   name, description, duration ("10s"), reps, seed, profile, warmup,
+                 precision (0.01, or {metric = rel}), abs_precision ({metric = value}), min_reps,
+                 max_reps -- replications until the CIs are that narrow (ovssim.sequential)
     [params]     "dotted.profile.name" = value     # overrides the profile
     [[host]]     name, cores
     [[bridge]]   name, host, kind = "ovs" | "linux", chain = 1..9, link = "patch" | "veth",
@@ -32,7 +34,8 @@ from .path.vif import VIF_KINDS
 
 SECTIONS = {"scenario", "params", "host", "bridge", "vm", "nic", "switch", "workload"}
 KEYS = {
-    "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every"},
+    "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every",
+                 "precision", "abs_precision", "min_reps", "max_reps"},
     "host": {"name", "cores"},
     "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows", "datapath_type"},
     "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu"},
@@ -54,6 +57,7 @@ class Scenario:
     seed: int = 1
     profile: str = "default"
     trace_every: int = 0
+    precision: object = None        # ovssim.sequential.Precision, or None for a fixed ``reps``
 
     @property
     def hosts(self) -> list[dict]:
@@ -171,6 +175,12 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
     seed = _conv(file, "scenario.seed", lambda v: units.whole(v, "seed", 0, units.SEED_MAX), sc.get("seed", 1))
     trace_every = _conv(file, "scenario.trace_every", lambda v: units.whole(v, "trace_every", 0),
                         sc.get("trace_every", 0))
+    from .sequential import parse_precision
+    precision = parse_precision(sc.get("precision"), sc.get("abs_precision"), sc.get("min_reps"),
+                                sc.get("max_reps"), where="scenario.precision", file=file)
+    if precision is not None and "reps" in sc:
+        raise _err(file, "scenario.reps", "reps and precision are both given",
+                   "keep reps for a fixed count, or precision (with min_reps/max_reps) to stop at a CI width")
     profile = sc.get("profile", "default")
     if not isinstance(profile, str) or not profile.strip():
         raise _err(file, "scenario.profile", f"profile must name a profile, got {profile!r}",
@@ -307,7 +317,8 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
     data["_uplinks"] = uplinks
     _check_elements(file, data)
     return Scenario(name=name, data=data, file=file, base_dir=base_dir or Path.cwd(), duration=duration,
-                    warmup=warmup, reps=reps, seed=seed, profile=profile, trace_every=trace_every)
+                    warmup=warmup, reps=reps, seed=seed, profile=profile, trace_every=trace_every,
+                    precision=precision)
 
 
 def _check_elements(file, data: dict) -> None:

@@ -3,8 +3,8 @@
 :func:`whatif_sweep` turns one scenario and a list of qdiscs into a sweep
 (every VIF port's qdisc replaced, as the thesis configured the scheduler on
 the VM's tap port through the OVS QoS table, seed 000 §4); :func:`rank`
-ranks the qdiscs per metric with mean and Student-t 95% CI over
-replications, and tests each against the best: a paired t-test on the
+ranks the qdiscs per metric with mean and 95% CI over replications
+(:func:`ovssim.intervals.interval`), and tests each against the best: a paired t-test on the
 per-replication differences when the runs share random numbers (CRN makes
 replication ``r`` of every qdisc see the same arrivals and service draws), a
 Welch t-test otherwise (scipy.stats).  The k-1 p-values of a metric are
@@ -132,7 +132,8 @@ def qdisc_label(spec: dict) -> str:
 
 def whatif_sweep(scenario, qdiscs: list[dict], *, on: list[str] | None = None, reps: int | None = None,
                  seed: int | None = None, crn: bool = True, duration: str | None = None,
-                 labels: list[str] | None = None, separately: bool = False, fixed: dict | None = None):
+                 labels: list[str] | None = None, separately: bool = False, fixed: dict | None = None,
+                 precision=None):
     """A :class:`~ovssim.sweep.Sweep` that tries each qdisc on the ports ``on`` (default: every VM's VIF port).
 
     ``separately`` runs each ``[[workload]]`` of the scenario on its own (the thesis ran its throughput,
@@ -171,6 +172,8 @@ def whatif_sweep(scenario, qdiscs: list[dict], *, on: list[str] | None = None, r
         data["set"]["scenario.duration"] = duration
     sw = sweep_from_dict(data, file=str(path), base_dir=path.parent, base_scenario=raw)
     sw.base_file = str(path)
+    if precision is not None:
+        sw.precision = precision
     by_spec = {_canon_spec(q): lab for q, lab in zip(qdiscs, labels)}
     for p in sw.points:
         p.label = by_spec[_canon_spec(p.changes[",".join(on)])]
@@ -180,6 +183,53 @@ def whatif_sweep(scenario, qdiscs: list[dict], *, on: list[str] | None = None, r
 def _canon_spec(q) -> str:
     import json
     return json.dumps(q, sort_keys=True, default=str)
+
+
+def test_groups(sw, on: str) -> list[list]:
+    """The points of a what-if sweep grouped by test (everything but the qdisc key ``on``): the qdiscs
+    ranked against each other, whose replications stop together."""
+    groups: dict = {}
+    for p in sw.points:
+        groups.setdefault(_canon_spec({k: v for k, v in p.changes.items() if k != on}), []).append(p)
+    return list(groups.values())
+
+
+def settle_rule(metrics, precision, *, paired: bool):
+    """The what-if stopping rule for one test's qdiscs at ``n`` replications: stop when the ranking
+    it reports is settled -- every qdisc's difference from the best significant after Holm (or
+    identical in every replication, under CRN) on every ranked metric -- or when every ranked
+    metric's CI is within ``precision``; else at ``max_reps``.
+
+    Looking at the tests after every batch is a sequential test: the 5 % of each look is not the 5 %
+    of the whole procedure (Jennison & Turnbull, *Group Sequential Methods*, ch. 1); the report
+    names the rule that stopped each test and after how many looks.
+    """
+    from .sequential import Precision, Stopping, check, stopping_of
+
+    def decide(values_by_point: dict, n: int, looks: int):
+        rows = [(pid, r, wl, m, u, reps.get(r, np.nan)) for pid, vals in values_by_point.items()
+                for (wl, m, u), reps in vals.items() for r in range(n)]
+        df = pd.DataFrame(rows, columns=["label", "rep", "workload", "metric", "unit", "value"])
+        try:
+            rankings = rank_all(df, metrics, paired=paired)
+        except ConfigError:
+            rankings = []
+        ranked = {(r.workload, r.metric) for r in rankings}
+        if rankings and all(_settled(r) for r in rankings):
+            return Stopping(n, "ranking settled", [], looks)
+        watch = precision if precision.rel or precision.abs else Precision({"*": 0.0}, {}, precision.min_reps,
+                                                                             precision.max_reps)
+        checks = [c for vals in values_by_point.values()
+                  for c in check({k: [reps.get(r, np.nan) for r in range(n)] for k, reps in vals.items()
+                                  if k[:2] in ranked}, watch)]
+        return stopping_of(checks, n, looks, precision)
+    return decide
+
+
+def _settled(r: "Ranking") -> bool:
+    t = r.table[~r.table["no_data"].astype(bool)]
+    rest = t.iloc[1:]
+    return bool(len(t) and (rest["significant"] | rest["identical"]).all())
 
 
 # --------------------------------------------------------------------------- analysis
@@ -232,7 +282,7 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
     from scipy import stats
     from statsmodels.stats.multitest import multipletests
 
-    from .metrics import ci95
+    from .intervals import interval
     sub = df[(df["workload"] == workload) & (df["metric"] == metric)]
     unit = sub["unit"].iloc[0] if len(sub) else ""
     hib = higher_is_better(metric)
@@ -241,8 +291,8 @@ def rank(df: pd.DataFrame, workload: str, metric: str, *, paired: bool, order: l
     labels = [lab for lab in labels if lab in by]
     rows = []
     for lab in labels:
-        m, lo, hi = ci95(by[lab].to_numpy())
-        rows.append({"qdisc": lab, "mean": m, "ci95_low": lo, "ci95_high": hi, "reps": int(by[lab].notna().sum()),
+        ci = interval(by[lab].to_numpy(), unit, metric)
+        rows.append({"qdisc": lab, "mean": ci.mean, "ci95_low": ci.low, "ci95_high": ci.high, "reps": ci.n,
                      "reps_run": int(len(by[lab]))})
     t = pd.DataFrame(rows)
     if t.empty:
@@ -316,6 +366,8 @@ def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from .intervals import ci_text
     console = Console(record=True, width=width)
     with console.capture() as cap:
         for r in rankings:
@@ -338,7 +390,7 @@ def format_rankings(rankings: list[Ranking], width: int = 110) -> str:
                     d = f"{row.delta_pct:+.2f}%" if np.isfinite(row.delta_pct) else ""
                 if row.reps < full:          # some replications gave no value: say so beside the verdict
                     verdict += f" ({row.reps} of {full} reps have a value)"
-                tbl.add_row(str(row.rank), escape(row.qdisc), f"{row.mean:.5g}", f"[{row.ci95_low:.5g}, {row.ci95_high:.5g}]",
+                tbl.add_row(str(row.rank), escape(row.qdisc), f"{row.mean:.5g}", ci_text(row.ci95_low, row.ci95_high),
                             d, p, verdict)
             console.print(tbl)
     return cap.get()

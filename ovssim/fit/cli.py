@@ -142,11 +142,11 @@ def samples_cmd(data, column, unit, by, where, families, criterion, loc_mode, k_
                           k_max=k_max, smooth=smooth, seed=seed)
         t = Table(title=f"{label}: n={res.n}, median {res.summary['median'] * 1e6:.4g} us, "
                         f"p99 {res.summary['p99'] * 1e6:.4g} us")
-        for col in ("family", "params", "loglik", "AIC", "BIC", "KS", "KS p", "AD", ""):
+        for col in ("family", "params", "loglik", "AIC", "BIC", "KS dist", "AD", ""):
             t.add_column(col, justify="right" if col not in ("family", "") else "left")
         for f in res.fits:
             t.add_row(f.family + (f" (k={f.extra['k']})" if "k" in f.extra else ""), _fmt(f.n_params),
-                      _fmt(f.loglik), _fmt(f.aic), _fmt(f.bic), _fmt(f.ks), _fmt(f.ks_pvalue), _fmt(f.ad),
+                      _fmt(f.loglik), _fmt(f.aic), _fmt(f.bic), _fmt(f.ks), _fmt(f.ad),
                       "chosen" if f is res.chosen else "")
         console.print(t)
         picked = res.get(choose) if choose else res.chosen

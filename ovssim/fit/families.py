@@ -16,8 +16,9 @@ Estimation is maximum likelihood with scipy.stats: the location is found by
 profile likelihood (a bounded 1-D search, each step a fixed-location scipy fit),
 shapes and scales by scipy's fixed-location fits.  On large data the parameters
 are estimated on a seeded random subsample (``max_fit_n``, default 200 000) and
-the log-likelihood, AIC, BIC, Kolmogorov-Smirnov (scipy) and Anderson-Darling
-(statsmodels) figures on all samples.
+the log-likelihood, AIC, BIC, Kolmogorov-Smirnov distance (scipy) and Anderson-Darling
+(statsmodels) figures on all samples.  No KS p-value is reported: with the parameters fitted on
+the same data it is not a valid test (Lilliefors 1967).
 """
 from __future__ import annotations
 
@@ -75,12 +76,16 @@ class FamilyFit:
     aic: float | None = None
     bic: float | None = None
     ks: float | None = None
+    # scipy's KS p-value for a *fully specified* CDF; the parameters here were fitted on the same data, so
+    # it is far too high (Lilliefors 1967) and not a test of the family: kept for ordering, never printed
+    # or saved as a p-value (a valid one needs a parametric bootstrap, scipy.stats.goodness_of_fit, i.e.
+    # a refit per resample -- too dear for profile-likelihood fits of 10^5..10^6 samples)
     ks_pvalue: float | None = None
     ad: float | None = None
     extra: dict = field(default_factory=dict)
 
     def figures(self) -> dict:
-        out = {k: getattr(self, k) for k in ("n_params", "loglik", "aic", "bic", "ks", "ks_pvalue", "ad")}
+        out = {k: getattr(self, k) for k in ("n_params", "loglik", "aic", "bic", "ks", "ad")}
         return {k: (None if v is None else (int(v) if k == "n_params" else float(v))) for k, v in out.items()}
 
 

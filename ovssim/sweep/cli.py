@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from .. import units
-from ..cli import REPS, SEED, WORKERS
+from ..cli import REPS, SEED, WORKERS, precision_from_cli, precision_options
 from ..errors import ConfigError
 from .executors import check_dask_address
 
@@ -21,6 +21,32 @@ def _report_line(rep) -> str:
     if rep.skipped:
         done += f"; {rep.skipped} already done"
     return f"{done}; results in {rep.out}/runs.jsonl, summary in {rep.out}/summary.csv"
+
+
+def _reps_text(sw) -> str:
+    p = sw.precision
+    if p is None:
+        return f"{sw.reps} reps = {sw.total} runs"
+    return (f"{p.min_reps}..{p.max_reps} reps until the 95% CIs are within "
+            + ", ".join([f"{k}={v:g}" if k != "*" else f"{v:.3g} of the mean" for k, v in p.rel.items()]
+                        + [f"{k}+-{v:g}" for k, v in p.abs.items()]))
+
+
+def _echo_stopping(rep, sw) -> None:
+    """How many replications each point took, and which metrics were still short of precision at max-reps."""
+    if rep.stopping is None:
+        return
+    from ..cli import stopping_line
+    stops = [(p.label, rep.stopping[p.id]) for p in sw.points]
+    reps = [st.reps for _, st in stops]
+    reasons = {}
+    for _, st in stops:
+        reasons[st.reason] = reasons.get(st.reason, 0) + 1
+    click.echo(f"replications per point: {min(reps)}..{max(reps)} (total {sum(reps)}); "
+               + ", ".join(f"{n} {r}" for r, n in reasons.items()) + f"; per point in {rep.out}/stopping.csv", err=True)
+    for label, st in stops:
+        if st.reason != "precision reached" or len(stops) <= 12:
+            click.echo("  " + stopping_line(label, st), err=True)
 
 
 def _check_failures(rep) -> None:
@@ -66,22 +92,28 @@ def _with(options):
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="results directory (default: sweep-<name> next to the current directory)")
 @click.option("--reps", type=REPS, default=None, help="replications (default: the file's)")
+@precision_options
 @_with(_exec_options)
-def sweep(sweep_file, out, reps, workers, dask, resume, progress):
+def sweep(sweep_file, out, reps, precision, abs_precision, min_reps, max_reps, workers, dask, resume, progress):
     """Run every point x replication of SWEEP.toml in parallel; each finished run is saved as it completes."""
     from . import load_sweep, run_sweep
     sw = load_sweep(sweep_file, reps=reps)
+    prec = precision_from_cli(precision, abs_precision, min_reps, max_reps, reps, sw.precision)
+    if prec is not None:
+        sw.precision = prec
     out = out or Path(f"sweep-{sw.name}")
-    click.echo(f"{sw.name}: {len(sw.points)} points x {sw.reps} reps = {sw.total} runs "
+    click.echo(f"{sw.name}: {len(sw.points)} points x {_reps_text(sw)} "
                f"({'common' if sw.crn else 'independent'} random numbers, seed {sw.seed})", err=True)
     rep = run_sweep(sw, out, workers=workers, dask=dask, resume=resume, progress=_progress_default(progress))
     click.echo(_report_line(rep), err=True)
+    _echo_stopping(rep, sw)
     if len(sw.points) <= 60:
         import pandas as pd
         summ = pd.read_csv(Path(out) / "summary.csv")
         summ = summ[summ["workload"] != "system"]
         if len(summ):
-            summ["value"] = [f"{m:.4g} [{lo:.4g}, {hi:.4g}]" for m, lo, hi in
+            from ..intervals import ci_text
+            summ["value"] = [f"{m:.4g} {ci_text(lo, hi, '.4g')}" for m, lo, hi in
                              zip(summ["mean"], summ["ci95_low"], summ["ci95_high"])]
             summ["metric"] = summ["workload"] + ":" + summ["metric"] + " (" + summ["unit"] + ")"
             wide = summ.pivot_table(index="label", columns="metric", values="value", aggfunc="first", sort=False)
@@ -113,10 +145,18 @@ def sweep(sweep_file, out, reps, workers, dask, resume, progress):
               help="results directory (default: whatif-<scenario name>)")
 @click.option("--figure", "fig", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="figure path (default: OUT/whatif.png)")
+@precision_options
+@click.option("--until-settled", is_flag=True,
+              help="add replications until the ranking is settled (every difference from the best significant "
+                   "after Holm) or --max-reps; with --precision, also stop when every CI is within it")
 @_with(_exec_options)
-def whatif(scenario, qdiscs, metrics, on, reps, duration, separately, sets, seed, crn, out, fig, workers, dask, resume,
-           progress):
-    """Compare qdiscs on SCENARIO.toml: a ranked table with 95% CIs and significance, and a figure."""
+def whatif(scenario, qdiscs, metrics, on, reps, duration, separately, sets, seed, crn, out, fig, precision,
+           abs_precision, min_reps, max_reps, until_settled, workers, dask, resume, progress):
+    """Compare qdiscs on SCENARIO.toml: a ranked table with 95% CIs and significance, and a figure.
+
+    With --precision or --until-settled, each test's qdiscs get replications in batches (together,
+    so they stay paired) until the ranking is settled or every ranked metric's CI is within the
+    precision, or --max-reps; the output says which."""
     from . import load_results, run_sweep
     from ..atomic import check_output
     from ..whatif import figure, format_rankings, qdisc_choices, rank_all, resolve_metrics, whatif_sweep
@@ -127,12 +167,29 @@ def whatif(scenario, qdiscs, metrics, on, reps, duration, separately, sets, seed
     if keys == []:
         raise ConfigError(f"--on {on!r} names no qdisc key", key="--on", fix="write e.g. --on vm.vm2.qdisc")
     fixed = dict(_parse_set(s) for s in sets)
+    from dataclasses import replace
+
+    from ..sequential import parse_precision
+    prec = None if until_settled and not precision and not abs_precision else \
+        precision_from_cli(precision, abs_precision, min_reps, max_reps, reps)
+    if until_settled and prec is None:
+        if reps is not None:
+            raise ConfigError("--reps and --until-settled are both given", key="--until-settled",
+                              fix="keep --reps for a fixed count, or --until-settled (with --max-reps)")
+        prec = replace(parse_precision(0.5, None, min_reps, max_reps), rel={})    # the ranking alone decides
     sw = whatif_sweep(scenario, specs, on=keys, reps=reps, seed=seed, crn=crn, duration=duration, labels=labels,
-                      separately=separately, fixed=fixed)
+                      separately=separately, fixed=fixed, precision=prec)
     out = out or Path(f"whatif-{Path(scenario).stem}")
     tests = len(sw.points) // max(1, len(labels))
-    click.echo(f"{sw.name}: {len(labels)} qdiscs{f' x {tests} tests' if tests > 1 else ''} x {sw.reps} reps = "
-               f"{sw.total} runs", err=True)
+    click.echo(f"{sw.name}: {len(labels)} qdiscs{f' x {tests} tests' if tests > 1 else ''} x "
+               f"{_reps_text(sw) if prec is None or prec.rel or prec.abs else f'{prec.min_reps}..{prec.max_reps} reps until the ranking is settled'}",
+               err=True)
+    kw = {}
+    if sw.precision is not None:
+        from ..whatif import settle_rule, test_groups
+        on_key = next(iter(sw.points[0].changes))
+        kw = dict(groups=test_groups(sw, on_key), decide=settle_rule(list(metrics), sw.precision, paired=crn))
+
     def check_metrics(rec, _done, _total):
         """The --metric names, checked against the first finished run (not after the last)."""
         if metrics and not separately and rec.get("status") == "ok" and not checked:
@@ -141,12 +198,15 @@ def whatif(scenario, qdiscs, metrics, on, reps, duration, separately, sets, seed
             checked.append(True)
     checked: list = []
     rep = run_sweep(sw, out, workers=workers, dask=dask, resume=resume, progress=_progress_default(progress),
-                    on_run=check_metrics)
+                    on_run=check_metrics, **kw)
     click.echo(_report_line(rep), err=True)
+    _echo_stopping(rep, sw)
     _check_failures(rep)
     df, samples = load_results(out, samples=True)
     order = list(dict.fromkeys(p.label for p in sw.points))
     df = df[df["point"].isin({p.id for p in sw.points})]
+    if rep.stopping is not None:                 # only the replications the stopping rule counted
+        df = df[df["rep"] < df["point"].map({k: v.reps for k, v in rep.stopping.items()})]
     rankings = rank_all(df, list(metrics), paired=crn, order=order)
     click.echo(format_rankings(rankings), nl=False)
     click.echo(f"{'Paired' if crn else 'Welch'} t-tests of each qdisc against the best, Holm-adjusted over the "

@@ -168,7 +168,8 @@ def _run_dask(tasks, emit, address: str, workers: int):
                        "status": "error", "error": f"Dask workers kept dying on it ({exc})"}
             fut.release()
             emit(t, rec)
-            submit_next()
+            while len(meta) < _window(nworkers) and submit_next():   # a sequential batch may add several
+                pass
     finally:
         client.close()
         if cluster is not None:

@@ -27,6 +27,13 @@ class Progress:
             self.bar.start()
             self.task = self.bar.add_task("runs", total=total, completed=already, rate="")
 
+    def grow(self, total: int) -> None:
+        """A sequential sweep planned more runs: the new total."""
+        if total != self.total:
+            self.total = total
+            if self.bar is not None:
+                self.bar.update(self.task, total=total)
+
     @property
     def rate(self) -> float:
         dt = time.monotonic() - self.t0

@@ -18,7 +18,7 @@ from ..tomlfile import read_toml
 
 
 SWEEP_KEYS = {"name", "description", "base", "reps", "seed", "crn", "mode", "samples", "keep_samples",
-              "max_samples"}
+              "max_samples", "precision", "abs_precision", "min_reps", "max_reps"}
 TOP_KEYS = {"sweep", "set", "grid", "point"}
 MODES = ("grid", "list", "random")
 
@@ -52,10 +52,12 @@ class Sweep:
     keep_samples: tuple = ()
     max_samples: int = 500
     file: str = "<memory>"
+    precision: object = None     # ovssim.sequential.Precision: replications until the CIs are narrow enough
 
     @property
     def total(self) -> int:
-        return len(self.points) * self.reps
+        """Runs of a fixed-count sweep; with a precision, the most it may take (every point at max_reps)."""
+        return len(self.points) * (self.precision.max_reps if self.precision is not None else self.reps)
 
     def fingerprint(self) -> str:
         """What makes results comparable: base scenario, fixed changes, seed and CRN (not the grid)."""
@@ -66,13 +68,15 @@ class Sweep:
         """Runs not yet done, replication-major so partial results stay balanced across points."""
         for rep in range(self.reps):
             for p in self.points:
-                rid = run_id(p.id, rep)
-                if rid in done:
-                    continue
-                yield Task(run=rid, point=p.id, label=p.label, rep=rep, seed=self.run_seed(p.id),
-                           changes={**self.fixed, **p.changes}, base=self.base, base_file=self.base_file,
-                           base_dir=str(self.base_dir), keep=tuple(self.keep_samples),
-                           max_samples=self.max_samples, fault=os.environ.get("OVSSIM_SWEEP_KILL", ""))
+                if run_id(p.id, rep) not in done:
+                    yield self.task(p, rep)
+
+    def task(self, p: "Point", rep: int) -> "Task":
+        """Replication ``rep`` of point ``p``."""
+        return Task(run=run_id(p.id, rep), point=p.id, label=p.label, rep=rep, seed=self.run_seed(p.id),
+                    changes={**self.fixed, **p.changes}, base=self.base, base_file=self.base_file,
+                    base_dir=str(self.base_dir), keep=tuple(self.keep_samples),
+                    max_samples=self.max_samples, fault=os.environ.get("OVSSIM_SWEEP_KILL", ""))
 
     def run_seed(self, pid: str) -> int:
         if self.crn:
@@ -241,6 +245,16 @@ def sweep_from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None
         raise _err(file, "sweep.name", f"name must be a string, got {name!r}", 'write name = "my_sweep"')
     n = reps if reps is not None else sw.get("reps", base_sc.reps)
     n = _whole(file, "sweep.reps", n, 1, "reps")
+    from ..sequential import parse_precision
+    precision = parse_precision(sw.get("precision"), sw.get("abs_precision"), sw.get("min_reps"),
+                                sw.get("max_reps"), where="sweep.precision", file=file)
+    if precision is not None and "reps" in sw:
+        raise _err(file, "sweep.reps", "reps and precision are both given",
+                   "keep reps for a fixed count, or precision (with min_reps/max_reps) to stop at a CI width")
+    if precision is None and reps is None and "reps" not in sw:
+        precision = base_sc.precision           # the base scenario's own precision keys
+    if precision is not None and reps is not None:
+        precision = None                        # an explicit count (--reps) wins over the file's precision
     from ..units import SEED_MAX
     seed = _whole(file, "sweep.seed", sw.get("seed", base_sc.seed), 0, "seed", SEED_MAX)
     crn = sw.get("crn", True)
@@ -311,7 +325,7 @@ def sweep_from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None
                 p.label = f"{lab} #{p.id[:6]}"
     sweep = Sweep(name=name, base=base_raw, base_file=base_file, base_dir=sc_dir, points=points, reps=n,
                   seed=seed, crn=crn, fixed=dict(fixed), keep_samples=tuple(keep), max_samples=max_samples,
-                  file=file)
+                  file=file, precision=precision)
     validate_points(sweep)
     return sweep
 

@@ -117,14 +117,14 @@ def load_results(out: Path, *, samples: bool = False):
 
 
 def summarise_results(df):
-    """Mean and 95% CI per point, workload and metric."""
+    """Mean and 95% CI (:func:`ovssim.intervals.interval`) per point, workload and metric."""
     import pandas as pd
 
-    from ..metrics import ci95
+    from ..intervals import interval
     out = []
     for (pid, label, wl, metric, unit), g in df.groupby(["point", "label", "workload", "metric", "unit"], sort=False):
-        m, lo, hi = ci95(g["value"])
-        out.append({"point": pid, "label": label, "workload": wl, "metric": metric, "unit": unit, "mean": m,
-                    "ci95_low": lo, "ci95_high": hi, "reps": int(g["value"].notna().sum())})
+        ci = interval(g.sort_values("rep")["value"], unit, metric)
+        out.append({"point": pid, "label": label, "workload": wl, "metric": metric, "unit": unit, "mean": ci.mean,
+                    "ci95_low": ci.low, "ci95_high": ci.high, "reps": ci.n, "ci_method": ci.method})
     return pd.DataFrame(out, columns=["point", "label", "workload", "metric", "unit", "mean", "ci95_low",
-                                      "ci95_high", "reps"])
+                                      "ci95_high", "reps", "ci_method"])

@@ -15,22 +15,16 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
+from ..intervals import interval
+
 #: Targets of held-out predictions (issue 7; shaped throughput from issue 4).
 TARGETS = {"throughput": 0.03, "shaped_throughput": 0.02, "rtt": 0.10, "jitter": 0.25,
            "ks": 0.10, "ks_shaped": 0.15}
 
 
-def mean_ci(values) -> tuple[float, float, float]:
-    """Mean and Student-t 95% CI of replication values (NaN-free); a single value has no CI."""
-    v = np.asarray(values, float)
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    m = float(v.mean())
-    if v.size < 2:
-        return m, float("nan"), float("nan")
-    h = float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
-    return m, m - h, m + h
+def mean_ci(values, unit: str = "", metric: str = "") -> tuple[float, float, float]:
+    """Mean and 95% CI of replication values (:func:`ovssim.intervals.interval`); a single value has no CI."""
+    return tuple(interval(values, unit, metric))
 
 
 def ks_distance(a, b) -> float:

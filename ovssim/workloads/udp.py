@@ -9,6 +9,13 @@ datagram received), jitter (RFC 3550 running estimate, see
 sequence number, %) and out-of-order datagrams.  Seed 000 §5.1: 1470-byte
 datagrams at 95 Mbit/s for 10 s, 100 iterations.
 
+``jitter_mean`` is the steady-state estimate of the jitter iperf reports: J is an
+exponentially weighted mean of |D| (gain 1/16), so once the stream is stationary
+E[J] = E[|D|], and the mean of |D| over the whole run (after MSER-5 warm-up deletion,
+:class:`ovssim.steady.MeanAbsDiff`) estimates it from every datagram instead of the last ~16
+that iperf's final J remembers: the same expectation with a far smaller variance
+(thesis UDP test: 0.3 % against 21 % between 10-s replications).
+
 ``tool = "iperf3"`` (:class:`Iperf3Udp`) sends as iperf3 (3.x, single-threaded
 client) does instead: no per-datagram spacing, but a throttle.  After each
 datagram the client compares its average rate since the test started with
@@ -34,6 +41,7 @@ from simpy.events import NORMAL
 from .. import units
 from ..errors import ConfigError
 from ..metrics import DelayStats, JitterEstimator
+from ..steady import MeanAbsDiff
 from ..packet import FlowKey, Packet, udp_frame_size
 from ..path.cpu import conn_key
 from ..sched import FIRE, call_at
@@ -110,6 +118,7 @@ class IperfUdp(Workload):
         self.out_of_order = 0
         self.jitter = JitterEstimator()
         self.delays = DelayStats()     # bounded memory however long the run (DelayStats.fold)
+        self.abs_diff = MeanAbsDiff()  # |D| block means for jitter_mean, bounded too
         self.stage_samples: dict[str, list] = {}
         # run to completion (the source shares the host's kernel: Endpoint.inline_tx): the next sendto()
         # waits for the flow's core to finish this datagram's softirq work -- (free times, core) or None
@@ -185,6 +194,7 @@ class IperfUdp(Workload):
         delays = self.delays.values
         delays.append(t - pkt.created)
         if len(delays) >= DelayStats.CAPACITY:
+            self.abs_diff.add(delays)            # before the raw values are folded away
             self.delays.fold()
         if pkt.stamps is not None:
             stamps = sorted(pkt.stamps.items(), key=lambda kv: kv[1])
@@ -198,9 +208,11 @@ class IperfUdp(Workload):
         thr = (self.rx_bytes * 8 / span / 1e6) if span > 0 else 0.0
         lost = max(0, self.sent - self.rx)
         d = self.delays
+        jitter_mean = self.abs_diff.mean(tail=d.values) * 1e3 if self.rx >= 3 else float("nan")   # before d folds
         return [Metric("throughput", thr, "Mbit/s"),
                 # undefined until two datagrams arrived (iperf prints none for an empty interval)
                 Metric("jitter", self.jitter.jitter * 1e3 if self.rx >= 2 else float("nan"), "ms"),
+                Metric("jitter_mean", jitter_mean, "ms"),
                 Metric("loss", 100.0 * lost / self.sent if self.sent else 0.0, "%"),
                 Metric("out_of_order", float(self.out_of_order), "datagrams"),
                 Metric("delay_mean", d.mean() * 1e3, "ms"),
@@ -306,3 +318,4 @@ class Iperf3Udp(IperfUdp):
         else:                             # the Call that has just fired, re-armed
             timer.callbacks = FIRE
             heappush(env._queue, (at, NORMAL, next(env._eid), timer))
+

@@ -2,7 +2,8 @@ import pytest
 
 from ovssim import units
 from ovssim.errors import UnitError
-from ovssim.metrics import JitterEstimator, ci95
+from ovssim.intervals import interval
+from ovssim.metrics import JitterEstimator
 
 
 def test_rfc3550_jitter_hand_computed():
@@ -42,7 +43,7 @@ def test_bad_units(bad):
 
 
 def test_ci95_student_t():
-    m, lo, hi = ci95([1.0, 2.0, 3.0, 4.0])
+    m, lo, hi = interval([1.0, 2.0, 3.0, 4.0])
     # t(0.975, 3) = 3.182446; s = 1.290994; half = t*s/2
     assert m == 2.5
     assert hi - m == pytest.approx(3.182446305 * 1.2909944487 / 2, rel=1e-6)
