@@ -1,6 +1,6 @@
 """MkDocs hooks: pages generated from the code and the validation report, so no page goes stale.
 
-``<!-- scenario-reference -->`` becomes the table of every scenario key from
+``<!-- example: NAME.py -->`` becomes that example script; ``<!-- scenario-reference -->`` becomes the table of every scenario key from
 ``ovssim.scenario_keys`` (the validator's own table) and every workload tool's
 options; ``<!-- validation-report -->`` becomes ``validation/report.md`` with its
 figures copied into the site.
@@ -18,7 +18,7 @@ FIGURES = ROOT / "validation" / "figures"
 
 def _table(rows) -> str:
     lines = ["| key | meaning |", "|---|---|"]
-    lines += [f"| `{k}` | {v.replace('|', '\\|')} |" for k, v in rows]
+    lines += ["| `{}` | {} |".format(k, v.replace("|", "\\|")) for k, v in rows]
     return "\n".join(lines)
 
 
@@ -59,7 +59,22 @@ def validation_report() -> str:
     return text.replace("](figures/", "](validation-figures/")
 
 
+def include_examples(markdown: str) -> str:
+    """``<!-- example: NAME.py -->`` becomes that script of ``examples/`` as a code block (CI runs them all)."""
+    out = []
+    for line in markdown.splitlines():
+        tag = line.strip()
+        if tag.startswith("<!-- example:") and tag.endswith("-->"):
+            name = tag[len("<!-- example:"):-3].strip()
+            code = (ROOT / "examples" / name).read_text()
+            out += [f"`examples/{name}`:", "", "```python", code.rstrip(), "```"]
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def on_page_markdown(markdown, page, config, files):
+    markdown = include_examples(markdown)
     if "<!-- scenario-reference -->" in markdown:
         markdown = markdown.replace("<!-- scenario-reference -->", scenario_reference())
     if "<!-- validation-report -->" in markdown:
