@@ -31,17 +31,10 @@ from .errors import ConfigError, OvssimError
 from .path.datapath import QueueRule
 from .tomlfile import read_toml
 from .path.vif import VIF_KINDS
+from .scenario_keys import SECTION_HELP, SECTION_KEYS
 
-SECTIONS = {"scenario", "params", "host", "bridge", "vm", "nic", "switch", "workload"}
-KEYS = {
-    "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every",
-                 "precision", "abs_precision", "min_reps", "max_reps"},
-    "host": {"name", "cores"},
-    "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows", "datapath_type"},
-    "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu"},
-    "nic": {"name", "host", "rate", "qdisc", "switch", "prop_delay", "vlan", "trunks", "mtu", "txqueuelen"},
-    "switch": {"name", "latency", "buffer"},
-}
+SECTIONS = set(SECTION_HELP)
+KEYS = {sec: set(keys) for sec, keys in SECTION_KEYS.items()}
 
 
 @dataclass

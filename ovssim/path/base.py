@@ -18,7 +18,10 @@ from ..sched import call_at
 
 
 class Sink:
-    """Collects packets; counts packets and bytes (useful in tests and user code)."""
+    """Counts packets and bytes; with ``keep=True`` also keeps them and their arrival times.
+
+    ``delays()`` gives each kept packet's one-way delay (arrival minus creation), in seconds.
+    """
 
     def __init__(self, env, keep: bool = False):
         self.env = env
@@ -35,6 +38,13 @@ class Sink:
             now = self.env._now
             self.packets.append(pkt)
             self.arrival_times.append(pkt.t if pkt.t > now else now)
+
+    def delays(self):
+        """One-way delays of the kept packets (seconds, numpy array; needs ``keep=True``)."""
+        import numpy as np
+        if not self.keep:
+            raise ValueError("Sink(keep=False) keeps no packets: build it with keep=True to get delays")
+        return np.subtract(self.arrival_times, [p.created for p in self.packets])
 
 
 class DelayElement:

@@ -32,6 +32,7 @@ from heapq import heappush
 
 from simpy.events import NORMAL
 
+from .. import units
 from ..packet import ETH_PREAMBLE_FCS_IFG
 from ..qdisc import make_qdisc
 from ..qdisc.base import Device
@@ -49,8 +50,9 @@ class EgressPort:
                  name: str = "port", mtu: int = 1500, txqueuelen: int = 1000,
                  framing: int = ETH_PREAMBLE_FCS_IFG, prop_delay: float = 0.0,
                  lookahead: bool = False, on_drop=None, service=None):
-        if rate_bps is not None and not rate_bps > 0:
-            raise ValueError(f"port {name}: rate must be > 0 bit/s, got {rate_bps}")
+        if rate_bps is not None:                 # "10mbit" as tc writes it, or bit/s
+            rate_bps = units.positive(units.rate(rate_bps), f"port {name} rate")
+        prop_delay = units.time(prop_delay)
         self.env = env
         self.name = name
         self.rate_bps = rate_bps

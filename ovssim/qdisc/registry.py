@@ -25,6 +25,10 @@ KINDS: dict[str, str] = {
     "hfsc": "hfsc:Hfsc",
     "noop": "noop:Noop",
 }
+# A classful qdisc built from a spec with no classes does nothing useful (net/sched/sch_htb.c sends every
+# packet through its direct queue unshaped; sch_hfsc.c drops what no class takes), so a spec must give classes.
+CLASSFUL = {"htb": "sends every packet unshaped (its direct queue)",
+            "hfsc": "drops every packet (no class takes it)"}
 ALIASES: dict[str, str] = {"fifo": "pfifo", "fq-codel": "fq_codel", "fqcodel": "fq_codel",
                            "pfifo-fast": "pfifo_fast", "default": "pfifo_fast"}
 
@@ -60,4 +64,11 @@ def make_qdisc(spec: dict | str | None) -> Qdisc:
     if kind is None:
         raise ConfigError("qdisc table has neither 'kind' (tc form) nor 'type' (OVS QoS form)",
                           key="qdisc", fix='write e.g. qdisc = { kind = "pfifo", limit = 1000 }')
+    if ALIASES.get(kind, kind) in CLASSFUL and not spec.get("classes"):
+        k = ALIASES.get(kind, kind)
+        curve = 'rate = "10mbit"' if k == "htb" else 'sc = "10mbit", ul = "10mbit"'
+        raise ConfigError(f"{k} without classes {CLASSFUL[k]}, as tc's does", key="qdisc.classes",
+                          fix=f'give it classes, e.g. {{kind = "{k}", default = "1", classes = '
+                              f'[{{classid = "1:1", {curve}}}]}}, or use the OVS QoS form '
+                              f'{{type = "linux-{k}", other-config = {{max-rate = "100000000"}}}}')
     return qdisc_class(kind).from_spec(spec)

@@ -1,0 +1,102 @@
+"""Every key a scenario file takes, with what it means: the validator's table and the docs' reference.
+
+``ovssim.scenario`` accepts exactly the keys listed here (an unknown key is an
+error naming the ones it takes), and the documentation's scenario-file reference
+is generated from this module, so the two cannot drift apart.  A workload's keys
+are its tool's own: :data:`WORKLOAD_KEYS` describes the ones the UDP and ping
+tools take; the TCP tools describe theirs in their ``OPTIONS``.
+"""
+from __future__ import annotations
+
+SECTION_HELP = {
+    "scenario": "The run: its name, length, replications and random seed (required).",
+    "params": 'Profile overrides: `"dotted.profile.name" = value`, e.g. `"ovs.upcall" = "80us"`.',
+    "host": "A physical machine and its cores (at least one).",
+    "bridge": "An Open vSwitch or Linux bridge on a host, optionally a chain of bridges.",
+    "vm": "A guest, container or bare-metal endpoint and its virtual interface (VIF).",
+    "nic": "A physical NIC: the uplink of a bridge, its rate and egress qdisc.",
+    "switch": "A physical switch joining NICs.",
+    "workload": "A traffic tool run between two `[[vm]]`s (at least one).",
+}
+
+SECTION_KEYS: dict[str, dict[str, str]] = {
+    "scenario": {
+        "name": "Name printed with the results (default: the file's name).",
+        "description": "Free text.",
+        "duration": 'Simulated seconds of traffic per replication, e.g. `"10s"`.',
+        "reps": "Independent replications (default 10); results print their mean and 95 % CI.",
+        "seed": "Base random seed (default 1); replication *r* uses `SeedSequence([seed, r])`.",
+        "profile": "Calibration profile: a name in `calibration/`, a path, or `default`.",
+        "warmup": "Simulated time before measurement starts (default 0).",
+        "trace_every": "Stamp every N-th packet at each stage for per-stage delays (default 0: off).",
+        "precision": "Sequential replications: add them until every metric's 95 % CI half-width is within "
+                     "this fraction of its mean (e.g. `0.01`), or `{ METRIC = REL }` per metric.",
+        "abs_precision": "Absolute half-width bounds per metric, e.g. `{ jitter = 0.001 }` (its unit).",
+        "min_reps": "Sequential replications: the first batch (default 3).",
+        "max_reps": "Sequential replications: the most it may take (default 100).",
+    },
+    "host": {
+        "name": "Host name (referenced by bridges, VMs and NICs).",
+        "cores": "CPU cores serving the host's packet-processing work, 1..1024 (default 1).",
+    },
+    "bridge": {
+        "name": "Bridge name; chain members are named `NAME-2`, `NAME-3`, ...",
+        "host": "The host it runs on.",
+        "kind": '`"ovs"` (default) or `"linux"` (the Linux bridge).',
+        "chain": "Number of bridges chained in series, 1..9 (seeds 003/004).",
+        "link": 'How chained bridges join: `"patch"` (OVS patch ports) or `"veth"` (veth pairs).',
+        "uplink": "The `[[nic]]` attached as the bridge's physical port.",
+        "flows": "OpenFlow rules `{ match = {...}, set_queue = N }` selecting an OVS QoS queue.",
+        "datapath_type": 'OVS datapath: `"system"` (kernel, default) or `"netdev"` (userspace).',
+    },
+    "vm": {
+        "name": "Endpoint name (workloads run `from`/`to` it).",
+        "host": "The host it runs on.",
+        "vif": "Virtual interface: `kvm-tap`, `xen-vif`, `xen-hvm-tap`, `container-veth` or `bare-metal`.",
+        "vcpus": "Guest vCPUs (default 1).",
+        "bridge": "The bridge (or chain member) its VIF is attached to.",
+        "vlan": "Access-port VLAN tag, 1..4094.",
+        "trunks": "Trunk-port VLAN tags, a list of 1..4094.",
+        "qdisc": "Egress qdisc of the VIF's port: tc form `{ kind = ... }` or OVS QoS form `{ type = ... }`.",
+        "mtu": "Guest interface MTU, 68..9216 (TCP's MSS follows it).",
+    },
+    "nic": {
+        "name": "NIC name.",
+        "host": "The host it belongs to.",
+        "rate": 'Line rate, e.g. `"100mbit"` (default 1gbit).',
+        "qdisc": "Egress qdisc: tc form or OVS QoS form (default pfifo_fast).",
+        "switch": "The `[[switch]]` its cable goes to.",
+        "prop_delay": 'Propagation delay of its cable (default `"25ns"`).',
+        "vlan": "Access VLAN tag of its bridge port.",
+        "trunks": "Trunk VLAN tags of its bridge port.",
+        "mtu": "MTU, 68..9216.",
+        "txqueuelen": "Device queue length in packets (`ip link ... txqueuelen`, default 1000).",
+    },
+    "switch": {
+        "name": "Switch name.",
+        "latency": 'Forwarding latency (default `"3us"`).',
+        "buffer": "Per-port buffer size, e.g. `\"512kb\"`.",
+    },
+}
+
+# keys of the UDP (iperf, iperf3) and ping tools; the TCP tools document theirs in OPTIONS
+WORKLOAD_KEYS: dict[str, str] = {
+    "tool": "The tool: `iperf`, `iperf2`, `iperf3`, `netperf` or `ping`.",
+    "proto": 'iperf: `"udp"` or `"tcp"` (default tcp).',
+    "test": 'netperf: `"TCP_STREAM"` or `"TCP_RR"`.',
+    "name": "Name in the results (default: tool and index).",
+    "from": "The `[[vm]]` the client (sender) runs on.",
+    "to": "The `[[vm]]` the server runs on.",
+    "b": 'iperf -b: target rate, e.g. `"95mbit"`.',
+    "l": "iperf -l: datagram payload in bytes (default 1470).",
+    "t": "Seconds to run (default: the scenario's duration).",
+    "start": "Start offset within the run.",
+    "tos": "IP TOS byte (ping -Q, iperf -S).",
+    "port": "Server port.",
+    "trace_every": "Stamp every N-th datagram at each stage.",
+    "pacing_timer": "iperf3 --pacing-timer (default 1000 us).",
+    "timer_slack": "Timer slack of the sending thread (default 50 us, Linux's).",
+    "c": "ping -c: count (default: until the run ends).",
+    "i": 'ping -i: interval (default `"1s"`).',
+    "s": "ping -s: ICMP data bytes (default 56).",
+}
