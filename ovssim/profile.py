@@ -38,6 +38,10 @@ SCHEMA: dict[str, str] = {
     "linux_bridge.forward": "dist",
     "patch.translate": "time", "veth.cpu_per_packet": "time", "veth.cpu_per_byte": "time",
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
+    # batching (issue 15): a NAPI poll's fixed cost apart from each frame's and each byte's,
+    # software segmentation per segment and per checksummed byte
+    "nic.cpu_per_poll": "time", "nic.cpu_per_packet": "time",
+    "nic.cpu_per_byte": "time", "gso.cpu_per_segment": "time", "gso.cpu_per_byte": "time",
     "switch.latency": "time", "switch.buffer": "size",
     "app.send_per_packet": "time", "app.recv_per_packet": "time", "app.rr_processing": "time",
     "app.send_per_call": "time",

@@ -10,8 +10,9 @@ optional except ``[scenario]``, ``[[host]]`` and ``[[workload]]``)::
                  uplink = NIC name, datapath_type = "system" | "netdev" (OVS only; default system)
     [[vm]]       name, host, vif = "kvm-tap" | "xen-vif" | "xen-hvm-tap" | "container-veth" |
                  "bare-metal", vcpus, bridge (a bridge or chain member "br0-2"), vlan | trunks,
-                 qdisc (the VIF port's egress qdisc: tc form or OVS QoS form)
-    [[nic]]      name, host, rate ("100mbit"), qdisc, switch, prop_delay, vlan | trunks, mtu
+                 qdisc (the VIF port's egress qdisc: tc form or OVS QoS form),
+                 features = { tso = false, ... } (the guest interface's ``ethtool -K`` offloads)
+    [[nic]]      name, host, rate ("100mbit"), qdisc, switch, prop_delay, vlan | trunks, mtu, features
     [[switch]]   name, latency, buffer
     [[workload]] tool = "iperf" | "ping" | "netperf", from, to, and the tool's own flags
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from . import units
 from .errors import ConfigError, OvssimError
 from .path.datapath import QueueRule
+from .path.features import FEATURES
 from .tomlfile import read_toml
 from .path.vif import VIF_KINDS
 
@@ -35,8 +37,9 @@ KEYS = {
     "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every"},
     "host": {"name", "cores"},
     "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows", "datapath_type"},
-    "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu"},
-    "nic": {"name", "host", "rate", "qdisc", "switch", "prop_delay", "vlan", "trunks", "mtu", "txqueuelen"},
+    "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu", "features"},
+    "nic": {"name", "host", "rate", "qdisc", "switch", "prop_delay", "vlan", "trunks", "mtu", "txqueuelen",
+            "features"},
     "switch": {"name", "latency", "buffer"},
 }
 
@@ -117,6 +120,23 @@ def load_scenario(source) -> Scenario:
 
 def _err(file, key, problem, fix):
     return ConfigError(problem, file=file, key=key, fix=fix)
+
+
+def _features_check(file, key: str, item: dict) -> None:
+    """``features``: a table of ``ethtool -K`` offload names to true/false."""
+    f = item.get("features")
+    if f is None:
+        return
+    if not isinstance(f, dict):
+        raise _err(file, f"{key}.features", f"features must be a table, got {f!r}",
+                   "write e.g. features = { tso = false, gro = true }")
+    for k, v in f.items():
+        if k not in FEATURES:
+            raise _err(file, f"{key}.features.{k}", f"unknown offload feature {k!r}",
+                       f"use ethtool -K names: {', '.join(FEATURES)}")
+        if not isinstance(v, bool):
+            raise _err(file, f"{key}.features.{k}", f"{k} must be true or false, got {v!r}",
+                       f"write e.g. {k} = false")
 
 
 def _list(data: dict, sec: str, file: str) -> list[dict]:
@@ -252,6 +272,7 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         mtu = v.setdefault("mtu", 1500)
         if isinstance(mtu, bool) or not isinstance(mtu, int) or not 68 <= mtu <= 9216:
             raise _err(file, f"vm.{n}.mtu", f"MTU must be 68..9216, got {mtu!r}", "write e.g. mtu = 1500")
+        _features_check(file, f"vm.{n}", v)
     nics = _names(_list(data, "nic", file), "nic", file)
     uplinks = {}
     for n, b in bridges.items():
@@ -282,6 +303,7 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         if isinstance(mtu, bool) or not isinstance(mtu, int) or not 68 <= mtu <= 9216:
             raise _err(file, f"nic.{n}.mtu", f"MTU must be 68..9216, got {mtu!r}", "write e.g. mtu = 1500")
         _vlan_check(file, f"nic.{n}", nic)
+        _features_check(file, f"nic.{n}", nic)
     workloads = _list(data, "workload", file)
     if not workloads:
         raise _err(file, "workload", "no [[workload]] defined", 'add [[workload]] tool = "ping" from = "vm1" to = "vm2"')

@@ -154,7 +154,10 @@ class EgressPort:
         free_at = self._free_at
         start = now if now >= free_at else free_at
         if self._sec_per_byte:
-            done = start + (size + self.framing) * self._sec_per_byte
+            if pkt.gso_segs > 1:
+                done = self._train_done(pkt, start, free_at)
+            else:
+                done = start + (size + self.framing) * self._sec_per_byte
         elif self.service is not None:
             done = self.service(pkt, start)
             if done is None:
@@ -185,6 +188,8 @@ class EgressPort:
         self.tx_packets += 1
         self.tx_bytes += size
         pkt.t = done + self.prop_delay
+        if pkt.first_at is not None:
+            pkt.first_at += self.prop_delay
         self.out.put(pkt)
 
     def _arrive(self, pkt) -> None:
@@ -232,7 +237,7 @@ class EgressPort:
                 self._arm_watchdog(q, now)
             return
         spb = self._sec_per_byte
-        if spb:                           # a wire: its common case, the packet goes on at once
+        if spb and pkt.gso_segs == 1:     # a wire: its common case, the packet goes on at once
             size = pkt.size
             done = now + (size + self.framing) * spb
             if done > now:
@@ -299,7 +304,10 @@ class EgressPort:
             if pkt.stamps is not None:
                 pkt.stamps[self.name + ".deq"] = now
             if self._sec_per_byte:
-                done = now + (pkt.size + self.framing) * self._sec_per_byte
+                if pkt.gso_segs > 1:
+                    done = self._train_done(pkt, now, now)
+                else:
+                    done = now + (pkt.size + self.framing) * self._sec_per_byte
             elif self.service is not None:
                 done = self.service(pkt, now)
                 if done is None:          # backend refused it (CPU backlog full)
@@ -326,7 +334,7 @@ class EgressPort:
                 self._arm_watchdog(q, now)
             return
         spb = self._sec_per_byte
-        if spb:                           # a wire: its common case, as in _arrive_la
+        if spb and pkt.gso_segs == 1:     # a wire: its common case, as in _arrive_la
             size = pkt.size
             done = now + (size + self.framing) * spb
             if done > now:
@@ -362,7 +370,10 @@ class EgressPort:
                 stamps[self.name + ".deq"] = now
             spb = self._sec_per_byte
             if spb:
-                done = now + (size + self.framing) * spb
+                if pkt.gso_segs > 1:
+                    done = self._train_done(pkt, now, self._busy_until)
+                else:
+                    done = now + (size + self.framing) * spb
             elif self.service is not None:
                 done = self.service(pkt, now)
                 if done is None:          # backend refused it (CPU backlog full)
@@ -377,6 +388,8 @@ class EgressPort:
                 self.busy_time += done - now
                 self._busy_until = done
                 pkt.t = done + self.prop_delay
+                if pkt.first_at is not None:
+                    pkt.first_at += self.prop_delay
                 self.out.put(pkt)
                 if q.stats.qlen:
                     self._schedule_wake(done)
@@ -439,10 +452,41 @@ class EgressPort:
         self.tx_bytes += pkt.size
         t = now + self.prop_delay
         pkt.t = t
+        if pkt.first_at is not None:
+            pkt.first_at += self.prop_delay
         if self.lookahead or t <= now:
             self.out.put(pkt)
         else:
             call_at(self.env, t, self.out.put, pkt)
+
+    def _train_done(self, pkt, start: float, free: float) -> float:
+        """End of a TSO/GSO skb on the wire: its ``gso_segs`` frames back to back, each with its
+        own framing, exactly when per-frame serialisation would end -- without an event per frame.
+
+        The NIC cuts a TSO skb and sends the frames back to back (``start`` + the train's time).
+        A train that came off another wire (``first_at`` set, a store-and-forward hop) could start
+        when its first frame had fully arrived, if the device was free then (``free``), but its
+        last frame cannot leave before it arrived (``pkt.t``) and was serialised.  Sets
+        ``first_at`` to when the first frame is fully out."""
+        spb = self._sec_per_byte
+        segs = pkt.gso_segs
+        fr = self.framing
+        hdr = (pkt.size - pkt.payload) // segs
+        first = pkt.gso_size + hdr + fr
+        last = pkt.payload - pkt.gso_size * (segs - 1) + hdr + fr
+        total = (pkt.size + fr * segs) * spb
+        begin = start
+        fa = pkt.first_at
+        if fa is not None and fa < start:
+            begin = fa if fa > free else free
+            if begin > start:
+                begin = start
+        done = begin + total
+        tail = pkt.t + last * spb
+        if tail > done:
+            done = tail
+        pkt.first_at = begin + first * spb
+        return done
 
     # -- views -------------------------------------------------------------------
     @property
