@@ -95,6 +95,13 @@ class Packet:
         self.first_at = None  # a wire train: when its first frame had fully arrived
         self.owner = None     # the TcpSender whose TSQ budget holds this skb
 
+    def clone(self) -> "Packet":
+        """A shallow copy (``skb_clone``/``skb_copy`` of the headers): every field, shared values."""
+        c = Packet.__new__(Packet)
+        for name in _SLOTS:
+            setattr(c, name, getattr(self, name))
+        return c
+
     def stamp(self, stage: str, t: float) -> None:
         """Record the time this packet reached ``stage``."""
         if self.stamps is None:
@@ -119,6 +126,9 @@ class Packet:
     def __repr__(self) -> str:
         return (f"Packet({self.kind} {self.flow.src}->{self.flow.dst} seq={self.seq} "
                 f"size={self.size} segs={self.gso_segs} t={self.t:.9f})")
+
+
+_SLOTS = Packet.__slots__
 
 
 def udp_frame_size(datagram: int, vlan: bool = False) -> int:

@@ -16,8 +16,6 @@ with TSO passes the skb on whole (the NIC or the peer cuts it).
 """
 from __future__ import annotations
 
-import copy
-
 from .cpu import conn_key
 
 
@@ -33,7 +31,7 @@ def segment(pkt) -> list:
     left = pkt.payload
     for i in range(segs):
         n = mss if left > mss else left
-        s = copy.copy(pkt)
+        s = pkt.clone()
         s.gso_segs = 1
         s.gso_size = 0
         s.payload = n

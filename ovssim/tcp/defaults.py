@@ -73,3 +73,7 @@ PACING_SS_RATIO = 2.0
 PACING_CA_RATIO = 1.2
 TCP_LIMIT_OUTPUT_BYTES = 4194304
 MAX_TCP_HEADER = 128 + 176
+# tcp_tso_should_defer: sysctl tcp_tso_win_divisor = 3; "the last send was in this jiffy" with
+# CONFIG_HZ = 250 (this machine's kernel: netdev_budget_usecs = 2 jiffies = 8000 us).
+TSO_WIN_DIVISOR = 3
+HZ = 250

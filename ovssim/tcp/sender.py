@@ -54,7 +54,9 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   above that the sender waits until the device frees one (``tcp_tsq_handler``).
   The first element that frees or orphans the skb calls :meth:`tsq_free`.
 
-Not modelled: the three-way handshake and FIN, pacing, ``tcp_tso_should_defer``, RACK-TLP
+  A part-sized skb is held back for the next ACK as ``tcp_tso_should_defer`` does.
+
+Not modelled: the three-way handshake and FIN, pacing, RACK-TLP
 (Linux's default loss detection since 4.18: time-based, with a reordering
 window of min_rtt/4), F-RTO and undo after a timeout, D-SACK, the persist
 timer, slow start after idle.
@@ -69,8 +71,8 @@ from ..path.cpu import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import (DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, MAX_TCP_HEADER,
-                       MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO, TCP_LIMIT_OUTPUT_BYTES,
-                       TSO_RTT_LOG)
+                       HZ, MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
+                       TCP_LIMIT_OUTPUT_BYTES, TSO_RTT_LOG, TSO_WIN_DIVISOR)
 from .rtt import RttEstimator
 
 # scoreboard flags of one segment (the record is [seq, end, tx_time, flags])
@@ -182,6 +184,8 @@ class TcpSender:
         self.wmem_queued = 0
         self.tsq_throttled = 0      # times the sender stopped on TSQ
         self._tsq_waiting = False
+        self._lsndtime = -1.0       # tp->lsndtime: when data was last sent
+        self.tso_deferred = 0       # pushes tcp_tso_should_defer held back
 
     # -- views -----------------------------------------------------------------------
     @property
@@ -258,6 +262,10 @@ class TcpSender:
                 break
             if n >= mss:
                 segs = self._gso_segs(n, seq)
+                if segs < 0:                   # tcp_tso_should_defer: wait for the next ACK
+                    self.cwnd_limited = segs == -2
+                    self.tso_deferred += 1
+                    break
                 if segs > 1:
                     end = seq + segs * mss
                     self.snd_nxt = end
@@ -325,20 +333,50 @@ class TcpSender:
 
     def _gso_segs(self, avail: int, seq: int) -> int:
         """Full segments the next skb carries: ``tcp_tso_segs`` cut to the congestion window's
-        quota and the peer's window (``tcp_mss_split_point``) and to the data written."""
-        quota = self.cwnd - (len(self.rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out)
-        segs = self.tso_segs()
+        quota and the peer's window (``tcp_mss_split_point``) and to the data written; or -1
+        (-2: cwnd-limited) when ``tcp_tso_should_defer`` holds the skb back for the next ACK."""
+        in_flight = len(self.rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out
+        quota = self.cwnd - in_flight
+        full = self.tso_segs()
+        segs = full
         if quota < segs:
             segs = quota
         mss = self.mss
         fit = avail // mss
         if fit < segs:
             segs = fit
-        if len(self.rtx) > self.head:
+        rtx = self.rtx
+        if len(rtx) > self.head:
             wnd = (self.snd_una + self.snd_wnd - seq) // mss
             if wnd < segs:
                 segs = wnd if wnd > 1 else 1
+            if 1 <= segs < full and self._tso_should_defer(quota, seq, full):
+                return -2 if quota * mss < self.snd_una + self.snd_wnd - seq else -1
         return segs
+
+    def _tso_should_defer(self, quota: int, seq: int, full: int) -> bool:
+        """``tcp_tso_should_defer`` (tcp_output.c): hold back a part-sized skb, expecting an ACK
+        soon to let a bigger one go -- only outside recovery, when the last send was in this
+        jiffy (HZ = 250), the window left is under a full skb and under a third of
+        ``min(snd_wnd, cwnd)`` (``tcp_tso_win_divisor`` = 3), and the oldest unacknowledged
+        segment went out at least half an RTT ago."""
+        if self.state != OPEN:
+            return False
+        now = self.env._now
+        if int(now * HZ) != int(self._lsndtime * HZ):
+            return False
+        mss = self.mss
+        limit = quota * mss
+        send_win = self.snd_una + self.snd_wnd - seq
+        if send_win < limit:
+            limit = send_win
+        chunk = self.cwnd * mss
+        if self.snd_wnd < chunk:
+            chunk = self.snd_wnd
+        if limit >= chunk / TSO_WIN_DIVISOR:
+            return False
+        head_sent = self.rtx[self.head][2]
+        return now - head_sent >= self.rtt.srtt / 2
 
     def _tsq_full(self, now: float) -> bool:
         """``tcp_small_queue_check``: too many of this socket's bytes below it (throttled)."""
@@ -405,6 +443,7 @@ class TcpSender:
         pkt.ts_ecr = rcv.ts_recent
         # rcv.window(), its cached answer inline
         pkt.rwnd = rcv._win if rcv_nxt == rcv._win_at and not rcv.ofo_bytes else rcv.window()
+        self._lsndtime = now
         self.segs_out += segs
         self.data_segs_out += segs
         self.bytes_sent += n
