@@ -137,6 +137,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                   gso_per_byte=profile.time("gso.cpu_per_byte"))
         up = last.add_port(n["name"], nic.xmit, vlan=n.get("vlan"), trunks=n.get("trunks"))
         nic.rx.out = up
+        _qdisc_cost(nic.tx, topo.hosts[n["host"]], profile)
         topo.nics[n["name"]] = nic
         topo.ports[f"{last.name}:{n['name']}"] = nic.tx
         sw_name = n.get("switch")
@@ -161,6 +162,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"), mtu=v["mtu"],
                       inline_tx=kind in INLINE_KINDS,      # run to completion: no backend thread
                       features=features, tsq=kind not in INLINE_KINDS)
+        ep.vif_kind = kind
         br = topo.bridges[v["bridge"]]
         vd = f"vif.{kind}"
         tx = VifBackend(env, kind, host_cpu,
@@ -178,6 +180,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         rx.out = stack
         port = EgressPort(env, None, v.get("qdisc", DEFAULT_VIF_QDISC), rx.latency, mtu=v["mtu"],
                           name=f"{v['name']}-vif", service=rx.service, lookahead=True)
+        _qdisc_cost(port, host_cpu, profile)
         bport = br.add_port(f"{v['name']}-vif", port, vlan=v.get("vlan"), trunks=v.get("trunks"))
         tx.out = bport
         # the guest interface's transmit: a GSO skb goes whole to a device with TSO, else it is
@@ -217,11 +220,24 @@ class _Blackhole:
         self.count += 1
 
 
+def _qdisc_cost(port: EgressPort, cpu, profile) -> None:
+    """The port's qdisc costs ``qdisc.<kind>.cpu_per_packet`` of the host's CPU per skb (if > 0)."""
+    key = f"qdisc.{port.qdisc.kind}.cpu_per_packet"
+    cost = profile.time(key) if key in profile.params else 0.0
+    if cost > 0.0:
+        port.cpu = cpu
+        port.qdisc_cost = cost
+        port.put = port._put_costed
+
+
 def _link(env, topo, a, z, kind, cpu, profile) -> None:
     if kind == "patch":
         tr = profile.time("patch.translate")
-        pa = a.add_port(f"patch-{z.name}", PatchPort(env, translate=tr))
-        pz = z.add_port(f"patch-{a.name}", PatchPort(env, translate=tr))
+        cost = profile.time("patch.cpu_per_packet")
+        pa = a.add_port(f"patch-{z.name}", PatchPort(env, translate=tr, cpu=cpu, cpu_per_packet=cost,
+                                                     key=getattr(a, "thread_key", None)))
+        pz = z.add_port(f"patch-{a.name}", PatchPort(env, translate=tr, cpu=cpu, cpu_per_packet=cost,
+                                                     key=getattr(z, "thread_key", None)))
         pa.egress.out, pz.egress.out = pz, pa
         return
     per_pkt, per_byte = profile.time("veth.cpu_per_packet"), profile.time("veth.cpu_per_byte")

@@ -50,6 +50,7 @@ class Endpoint:
         self.name = name
         self.inline_tx = inline_tx
         self.features = features
+        self.vif_kind = None                # the VIF kind the topology put behind it, if any
         self.gso = bool(features)           # TCP builds GSO skbs when the device's features are known
         self.gso_max_size = gso_max_size
         self.tsq = tsq

@@ -17,6 +17,11 @@ attached wire is added on the way out.
 Events: one timed callback per packet transmitted (the link is a contention
 point), plus one per packet that arrives ahead of ``env.now`` (lookahead).
 
+``qdisc_cost`` (with ``cpu``): the qdisc's own CPU work per skb, enqueue and
+dequeue together, charged on the packet's connection core before it enters
+(``__dev_xmit_skb`` runs in the sender's context); a profile parameter per
+qdisc kind (``qdisc.<kind>.cpu_per_packet``, default 0).
+
 Socket accounting (:meth:`EgressPort.attach_sock`, OVS's netdev datapath): the
 sender's :class:`~ovssim.path.afpacket.SockBuf` is charged the packet's skb
 truesize when it reaches the port (refused: the packet never enters the qdisc)
@@ -38,6 +43,7 @@ from ..qdisc.base import Device
 from ..qdisc.pfifo import PFifo
 from ..sched import FIRE, Call, call_at
 from .afpacket import truesize
+from .cpu import conn_key
 
 _INF = float("inf")
 
@@ -48,7 +54,8 @@ class EgressPort:
     def __init__(self, env, rate_bps: float | None = None, qdisc=None, out=None, *,
                  name: str = "port", mtu: int = 1500, txqueuelen: int = 1000,
                  framing: int = ETH_PREAMBLE_FCS_IFG, prop_delay: float = 0.0,
-                 lookahead: bool = False, on_drop=None, service=None):
+                 lookahead: bool = False, on_drop=None, service=None, cpu=None,
+                 qdisc_cost: float = 0.0):
         if rate_bps is not None and not rate_bps > 0:
             raise ValueError(f"port {name}: rate must be > 0 bit/s, got {rate_bps}")
         self.env = env
@@ -100,6 +107,11 @@ class EgressPort:
         self.arrived = 0
         self.dropped = 0
         self.sock = None                     # the sending socket's SockBuf, if accounted
+        # the qdisc's CPU work per skb (enqueue + dequeue, in the sender's context: __dev_xmit_skb)
+        self.cpu = cpu
+        self.qdisc_cost = qdisc_cost
+        if qdisc_cost > 0.0 and cpu is not None:
+            self.put = self._put_costed
 
     def attach_sock(self, sock) -> None:
         """Charge ``sock`` for every packet from its arrival until it leaves the qdisc."""
@@ -115,6 +127,17 @@ class EgressPort:
             heappush(env._queue, (t, NORMAL, next(env._eid), Call(self._arrive_cb, pkt)))
         else:
             self._arrive_cb(pkt)
+
+    def _put_costed(self, pkt) -> None:
+        """``put`` when the qdisc's work costs CPU: charged on the packet's connection core first."""
+        now = self.env._now
+        t = pkt.t if pkt.t > now else now
+        done = self.cpu.serve(t, self.qdisc_cost, conn_key(pkt.flow))
+        if done is None:
+            self._dropped(pkt, now, "cpu")
+            return
+        pkt.t = done
+        EgressPort.put(self, pkt)
 
     def sync(self, now: float | None = None) -> None:
         """Bring an analytic FIFO's qdisc counters up to ``now`` (packets that started are sent)."""

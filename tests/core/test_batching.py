@@ -231,3 +231,41 @@ def test_tsq_bounds_what_a_socket_has_below_it():
     # never more than the limit plus the skb that crossed it (tcp_small_queue_check runs before each skb)
     assert max(held) <= snd.limit_output_bytes + 2 * 65536 + 4096
     assert snd.wmem_queued >= 0
+
+
+def test_a_qdisc_cost_per_skb_is_charged_on_the_host_cpu():
+    """qdisc.<kind>.cpu_per_packet: 0 by default; set, the scheduler's work slows a CPU-bound flow."""
+    wl = {"name": "tcp", "tool": "iperf", "proto": "tcp", "from": "a", "to": "b", "O": "0.05s", "t": "0.2s"}
+    base = _sc(features={"tx-checksumming": False}, workload=wl)
+    costly = _sc(features={"tx-checksumming": False}, workload=wl, **{"qdisc.htb.cpu_per_packet": "3us"})
+    for d in (base, costly):
+        d["vm"][1]["qdisc"] = {"kind": "htb", "default": "1", "classes": [
+            {"classid": "1:1", "parent": "1:", "rate": "10gbit", "ceil": "10gbit"}]}
+    free = run_scenario(from_dict(base, file="x"), reps=1).summary.set_index(["workload", "metric"])["mean"]
+    paid = run_scenario(from_dict(costly, file="x"), reps=1).summary.set_index(["workload", "metric"])["mean"]
+    assert paid[("tcp", "throughput")] < 0.8 * free[("tcp", "throughput")]
+
+
+def test_a_patch_port_costs_work_in_the_datapath_thread():
+    from ovssim.path.cpu import CpuPool
+    from ovssim.path.links import PatchPort
+
+    class Port:
+        rx = 0
+
+        class bridge:
+            @staticmethod
+            def admit(port, pkt):
+                return (None, None)
+
+            @staticmethod
+            def deliver(port, pkt, vlan, t):
+                got.append(pkt.t)
+    got = []
+    env = simpy.Environment()
+    cpu = CpuPool(env, 2)
+    pp = PatchPort(env, Port(), cpu=cpu, key=7, cpu_per_packet=2e-6)
+    for _ in range(3):
+        pp.put(gso_skb(1))
+    assert got == pytest.approx([2e-6, 4e-6, 6e-6])          # one thread: serialised on its core
+    assert cpu.busy[7 % 2] == pytest.approx(6e-6)
