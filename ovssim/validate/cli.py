@@ -8,7 +8,7 @@ import click
 
 
 @click.command("validate")
-@click.option("--only", "only", multiple=True, type=click.Choice(["thesis", "local", "load", "interim", "xenserver", "chains"]),
+@click.option("--only", "only", multiple=True, type=click.Choice(["thesis", "local", "load", "interim", "xenserver", "chains", "batching"]),
               help="Run only this testbed (repeatable).")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("validation/report.md"), show_default=True, help="Markdown report to write.")
