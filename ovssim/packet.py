@@ -52,14 +52,14 @@ class Packet:
     :attr:`skb_len` is the kernel's ``skb->len`` (headers once).  ``first_at``:
     for a train of frames off a wire, when its first frame had fully arrived
     (``t`` is when the last one has).  ``owner``: the TCP sender whose TCP Small
-    Queues budget the skb is charged to until it is orphaned or freed.
+    Queues budget the skb is charged to (``wmem`` bytes) until it is orphaned or freed.
     """
 
     __slots__ = ("flow", "size", "payload", "seq", "vlan", "priority", "tos",
                  "created", "t", "stamps", "kind", "ack", "flags", "sack",
                  "ts_val", "ts_ecr", "rwnd", "ecn", "queue_id", "src_mac",
                  "dst_mac", "in_port", "meta", "enqueued_at", "gso_size", "gso_segs",
-                 "first_at", "owner")
+                 "first_at", "owner", "wmem")
 
     # Every argument may be given by position (in this order): a keyword call costs
     # noticeably more, and the traffic sources build one Packet per datagram.
@@ -94,6 +94,7 @@ class Packet:
         self.gso_segs = 1     # segments this skb stands for
         self.first_at = None  # a wire train: when its first frame had fully arrived
         self.owner = None     # the TcpSender whose TSQ budget holds this skb
+        self.wmem = 0         # the bytes (skb truesize) charged to that budget
 
     def clone(self) -> "Packet":
         """A shallow copy (``skb_clone``/``skb_copy`` of the headers): every field, shared values."""

@@ -42,6 +42,7 @@ def segment(pkt) -> list:
             s.stamps = dict(pkt.stamps)
         if i < segs - 1:
             s.owner = None            # the TSQ charge goes with the last frame (freed last)
+            s.wmem = 0
         seq += n
         left -= n
         out.append(s)

@@ -403,9 +403,9 @@ class TcpSender:
             return
         pkt.owner = None
         if t > self.env._now:
-            call_at(self.env, t, self._tsq_release, truesize(pkt.size))
+            call_at(self.env, t, self._tsq_release, pkt.wmem)
         else:
-            self._tsq_release(truesize(pkt.size))
+            self._tsq_release(pkt.wmem)
 
     def _tsq_release(self, nbytes: int) -> None:
         self.wmem_queued -= nbytes
@@ -436,7 +436,8 @@ class TcpSender:
                 self.skbs_out += 1
         if self.tsq:
             pkt.owner = self
-            self.wmem_queued += truesize(pkt.size)
+            pkt.wmem = truesize(pkt.size)
+            self.wmem_queued += pkt.wmem
         rcv_nxt = rcv.rcv_nxt
         pkt.ack = rcv_nxt
         pkt.ts_val = now

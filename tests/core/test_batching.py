@@ -269,3 +269,27 @@ def test_a_patch_port_costs_work_in_the_datapath_thread():
         pp.put(gso_skb(1))
     assert got == pytest.approx([2e-6, 4e-6, 6e-6])          # one thread: serialised on its core
     assert cpu.busy[7 % 2] == pytest.approx(6e-6)
+
+
+def test_tsq_charges_come_back_whole_through_software_segmentation():
+    """An skb charged to its socket and cut in software is released once, by its last frame."""
+    from ovssim.tcp.connection import connect
+    from ovssim.path.endpoint import Endpoint
+    env = simpy.Environment()
+    a = Endpoint(env, "a", features=resolve("kvm-tap", {"tx-checksumming": False}), tsq=True)
+    b = Endpoint(env, "b", features=resolve("kvm-tap"))
+
+    class Free:
+        def put(self, p):
+            if p.owner is not None:
+                p.owner.tsq_free(p, env.now + 50e-6)
+            fwd.put(p)
+    fwd = EgressPort(env, 1e9, {"kind": "pfifo", "limit": 10**5}, b, lookahead=True, prop_delay=20e-6)
+    rev = EgressPort(env, 1e9, {"kind": "pfifo", "limit": 10**5}, a, lookahead=True, prop_delay=20e-6)
+    a.out, b.out = SoftwareGso(env, None, Free()), rev
+    c, s = connect(env, a, b, 5001)
+    c.write(3_000_000)
+    env.run(until=1.0)
+    assert s.receiver.bytes_received == 3_000_000
+    assert c.sender.skbs_out < c.sender.data_segs_out          # GSO skbs were built and cut
+    assert c.sender.wmem_queued == 0                            # every charge came back, once
