@@ -77,4 +77,10 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
                     "see the campaign's SUMMARY.txt): CPU-bound throughput on this machine moves by 2x between "
                     "campaigns (Linux bridge, 1 bridge, offloads off: 1767 Mbit/s in data/local/local-bridges, "
                     "3483 in data/local/2026-11-24/local-bridges).")
+    tb.notes.append("Seed 001 (per-packet datapath delay falls as the data rate rises, 250 kbit/s to ~1 Mbit/s of "
+                    "576-byte packets) is not a batching effect and is not reproduced: at 50-220 packets/s the "
+                    "packets are 5-20 ms apart, so no NAPI poll, GRO flush or datapath batch ever holds two of them "
+                    "and a per-batch cost cannot be amortised; what changes with the rate is how long the core and "
+                    "the datapath thread idled before each packet (cache and idle-state wake-up), which "
+                    "`ovs.idle_stall` models for the netdev thread only.")
     return [tb]
