@@ -293,3 +293,25 @@ def test_tsq_charges_come_back_whole_through_software_segmentation():
     assert s.receiver.bytes_received == 3_000_000
     assert c.sender.skbs_out < c.sender.data_segs_out          # GSO skbs were built and cut
     assert c.sender.wmem_queued == 0                            # every charge came back, once
+
+
+def test_one_ack_per_grod_skb():
+    """__tcp_ack_snd_check: more than one full segment since the last ACK -> ACK now; a GRO'd skb of
+    ten segments is one arrival, so it is acknowledged by one ACK (Linux ACKs per skb, not per segment)."""
+    from ovssim.tcp.connection import connect
+    from ovssim.path.endpoint import Endpoint
+    env = simpy.Environment()
+    a, b = Endpoint(env, "a"), Endpoint(env, "b")
+    acks = []
+
+    class Collect:
+        def put(self, p):
+            acks.append(p)
+    a.out, b.out = Collect(), Collect()
+    c, s = connect(env, a, b, 5001)
+    s.receiver.quick = 0                       # past the quick-ACK start
+    skb = gso_skb(10, flow=c.flow)
+    skb.ack = 0
+    s.put(skb)
+    assert s.receiver.rcv_nxt == 10 * MSS
+    assert [p.ack for p in acks] == [10 * MSS]
