@@ -81,15 +81,14 @@ def test_ping_beside_a_cpu_bound_flow_waits_for_one_skb_at_most():
     assert loaded[("ping", "loss")] == 0 and counters["cpu:h"]["refused"] == 0
 
 
-def test_a_vms_sender_builds_a_backlog_that_tcp_small_queues_bounds():
+def test_a_vms_sender_is_not_held_back_and_builds_a_backlog():
     """The contrast: behind a backend thread (kvm-tap) the guest sends at its own pace and the
-    host's work queues -- more than between containers, but only as much as TCP Small Queues lets
-    the guest's socket have below it (its skbs are freed when vhost has consumed them); before TSQ
-    was modelled the ping waited milliseconds here."""
+    host's work queues -- the ping under load waits milliseconds, not one skb's work.  (TCP Small
+    Queues bounds that backlog by the guest socket's budget, about 1 ms of data at its pacing rate:
+    tests/core/test_batching.py checks the bound itself.)"""
     loaded, _ = _run("kvm-tap", [TCP, PING])
     rtc, _ = _run("container-veth", [TCP, PING])
-    assert loaded[("ping", "rtt_mean")] > rtc[("ping", "rtt_mean")]
-    assert loaded[("ping", "rtt_mean")] < 1.0                                          # ms
+    assert loaded[("ping", "rtt_mean")] > 5 * rtc[("ping", "rtt_mean")]
 
 
 def test_a_cpu_bound_udp_sender_slows_down_instead_of_overflowing_the_backlog():
