@@ -12,7 +12,8 @@ optional except ``[scenario]``, ``[[host]]`` and ``[[workload]]``)::
                  "bare-metal", vcpus, bridge (a bridge or chain member "br0-2"), vlan | trunks,
                  qdisc (the VIF port's egress qdisc: tc form or OVS QoS form),
                  features = { tso = false, ... } (the guest interface's ``ethtool -K`` offloads)
-    [[nic]]      name, host, rate ("100mbit"), qdisc, switch, prop_delay, vlan | trunks, mtu, features
+    [[nic]]      name, host, rate ("100mbit"), qdisc, switch, prop_delay, vlan | trunks, mtu, features,
+                 rx_frames (ethtool -C rx-frames; rx-usecs is the profile's nic.rx_delay)
     [[switch]]   name, latency, buffer
     [[workload]] tool = "iperf" | "ping" | "netperf", from, to, and the tool's own flags
 
@@ -39,7 +40,7 @@ KEYS = {
     "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows", "datapath_type"},
     "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu", "features"},
     "nic": {"name", "host", "rate", "qdisc", "switch", "prop_delay", "vlan", "trunks", "mtu", "txqueuelen",
-            "features"},
+            "features", "rx_frames"},
     "switch": {"name", "latency", "buffer"},
 }
 
@@ -304,6 +305,10 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
             raise _err(file, f"nic.{n}.mtu", f"MTU must be 68..9216, got {mtu!r}", "write e.g. mtu = 1500")
         _vlan_check(file, f"nic.{n}", nic)
         _features_check(file, f"nic.{n}", nic)
+        rf = nic.setdefault("rx_frames", 0)
+        if isinstance(rf, bool) or not isinstance(rf, int) or not 0 <= rf <= 65535:
+            raise _err(file, f"nic.{n}.rx_frames", f"rx_frames must be 0..65535, got {rf!r}",
+                       "write e.g. rx_frames = 32 (ethtool -C rx-frames; 0: by rx-usecs alone)")
     workloads = _list(data, "workload", file)
     if not workloads:
         raise _err(file, "workload", "no [[workload]] defined", 'add [[workload]] tool = "ping" from = "vm1" to = "vm2"')

@@ -134,7 +134,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                   cpu_per_packet=profile.time("nic.cpu_per_packet"),
                   cpu_per_byte=profile.time("nic.cpu_per_byte"),
                   gso_per_segment=profile.time("gso.cpu_per_segment"),
-                  gso_per_byte=profile.time("gso.cpu_per_byte"))
+                  gso_per_byte=profile.time("gso.cpu_per_byte"), rx_frames=n.get("rx_frames", 0))
         up = last.add_port(n["name"], nic.xmit, vlan=n.get("vlan"), trunks=n.get("trunks"))
         nic.rx.out = up
         _qdisc_cost(nic.tx, topo.hosts[n["host"]], profile)

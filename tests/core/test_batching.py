@@ -315,3 +315,26 @@ def test_one_ack_per_grod_skb():
     s.put(skb)
     assert s.receiver.rcv_nxt == 10 * MSS
     assert [p.ack for p in acks] == [10 * MSS]
+
+
+def test_rx_frames_raises_the_interrupt_before_rx_usecs():
+    """ethtool -C rx-frames 4 with a long rx-usecs: each poll starts when the 4th frame is in."""
+    env = simpy.Environment()
+    sink = Sink()
+    rx = NapiRx(env, Const(1e-3), sink, rx_frames=4)
+    skb = gso_skb(12)
+    frame_time = (tcp_frame_size(MSS) + 24) * 8 / 10e9
+    skb.first_at = 1.0
+    skb.t = 1.0 + 11 * frame_time
+    rx.put(skb)
+    # the first poll waits for 4 frames; the rest arrive while it is due and join the next polls
+    assert [p.gso_segs for _, p in sink.got][0] == 4
+    assert sum(p.gso_segs for _, p in sink.got) == 12
+
+
+def test_scenario_rx_frames_is_validated():
+    d = _sc()
+    d["nic"] = [{"name": "eth0", "host": "h", "rx_frames": -1}]
+    d["bridge"][0]["uplink"] = "eth0"
+    with pytest.raises(ConfigError, match="rx_frames"):
+        from_dict(d, file="x")
