@@ -113,6 +113,12 @@ class NapiRx:
             done = self._last
         self._last = done
         out = self.out
+        if n == 1:                    # one frame: nothing to merge
+            skb = frames[0]
+            skb.t = done
+            self.skbs += 1
+            out.put(skb)
+            return
         for skb in (gro_merge(frames, self.gro_max_size) if self.gro else frames):
             skb.t = done
             self.skbs += 1
