@@ -269,8 +269,7 @@ class TcpSender:
                 if segs > 1:
                     end = seq + segs * mss
                     self.snd_nxt = end
-                    for s in range(seq, end, mss):
-                        rtx.append([s, s + mss, now, 0])
+                    rtx.extend([[s, s + mss, now, 0] for s in range(seq, end, mss)])
                     self._transmit(seq, segs * mss, now, True, segs)
                     if self.state == RECOVERY:
                         self.prr_out += segs
