@@ -37,17 +37,29 @@ ICMP_HEADER = 8
 
 
 class Packet:
-    """One frame in flight.
+    """One frame in flight, or one GSO super-packet (an skb of several segments).
 
     ``size`` is the L2 frame length in bytes (Ethernet header + IP packet,
     plus 4 for an 802.1Q tag), the quantity Linux qdiscs account in bytes.
     ``payload`` is the application bytes it carries.
+
+    A GSO skb (``gso_segs`` > 1, each segment ``gso_size`` payload bytes but the
+    last) stands for the frames it will be cut into: its ``size`` is the sum of
+    their frame lengths -- ``qdisc_pkt_len``, the skb's length plus the headers
+    of every further segment (net/core/dev.c ``qdisc_pkt_len_init``) -- so every
+    qdisc, wire and per-byte cost counts it as the kernel does, and segmenting it
+    (:func:`ovssim.path.gso.segment`) conserves ``size`` and ``payload``.
+    :attr:`skb_len` is the kernel's ``skb->len`` (headers once).  ``first_at``:
+    for a train of frames off a wire, when its first frame had fully arrived
+    (``t`` is when the last one has).  ``owner``: the TCP sender whose TCP Small
+    Queues budget the skb is charged to (``wmem`` bytes) until it is orphaned or freed.
     """
 
     __slots__ = ("flow", "size", "payload", "seq", "vlan", "priority", "tos",
                  "created", "t", "stamps", "kind", "ack", "flags", "sack",
                  "ts_val", "ts_ecr", "rwnd", "ecn", "queue_id", "src_mac",
-                 "dst_mac", "in_port", "meta", "enqueued_at")
+                 "dst_mac", "in_port", "meta", "enqueued_at", "gso_size", "gso_segs",
+                 "first_at", "owner", "wmem")
 
     # Every argument may be given by position (in this order): a keyword call costs
     # noticeably more, and the traffic sources build one Packet per datagram.
@@ -78,6 +90,18 @@ class Packet:
         self.in_port = None
         self.meta = None
         self.enqueued_at = 0.0
+        self.gso_size = 0     # skb_shinfo(skb)->gso_size: payload bytes per segment (0: not GSO)
+        self.gso_segs = 1     # segments this skb stands for
+        self.first_at = None  # a wire train: when its first frame had fully arrived
+        self.owner = None     # the TcpSender whose TSQ budget holds this skb
+        self.wmem = 0         # the bytes (skb truesize) charged to that budget
+
+    def clone(self) -> "Packet":
+        """A shallow copy (``skb_clone``/``skb_copy`` of the headers): every field, shared values."""
+        c = Packet.__new__(Packet)
+        for name in _SLOTS:
+            setattr(c, name, getattr(self, name))
+        return c
 
     def stamp(self, stage: str, t: float) -> None:
         """Record the time this packet reached ``stage``."""
@@ -87,12 +111,25 @@ class Packet:
 
     @property
     def wire_bytes(self) -> int:
-        """Bytes the frame occupies on an Ethernet wire (adds preamble, FCS, gap)."""
-        return self.size + ETH_PREAMBLE_FCS_IFG
+        """Bytes the frame(s) occupy on an Ethernet wire (adds preamble, FCS, gap per frame)."""
+        return self.size + ETH_PREAMBLE_FCS_IFG * self.gso_segs
+
+    @property
+    def header_len(self) -> int:
+        """Bytes of headers each frame carries (L2 + IP + transport)."""
+        return (self.size - self.payload) // self.gso_segs
+
+    @property
+    def skb_len(self) -> int:
+        """``skb->len``: the payload plus one copy of the headers."""
+        return self.payload + self.header_len
 
     def __repr__(self) -> str:
         return (f"Packet({self.kind} {self.flow.src}->{self.flow.dst} seq={self.seq} "
-                f"size={self.size} t={self.t:.9f})")
+                f"size={self.size} segs={self.gso_segs} t={self.t:.9f})")
+
+
+_SLOTS = Packet.__slots__
 
 
 def udp_frame_size(datagram: int, vlan: bool = False) -> int:

@@ -22,6 +22,7 @@ from . import units
 from .distributions import Distribution, Sampler
 from .errors import ConfigError
 from .path.vif import VIF_KINDS
+from .qdisc.registry import KINDS as QDISC_KINDS
 from .tomlfile import read_toml
 
 # name -> kind of value
@@ -38,6 +39,12 @@ SCHEMA: dict[str, str] = {
     "linux_bridge.forward": "dist",
     "patch.translate": "time", "veth.cpu_per_packet": "time", "veth.cpu_per_byte": "time",
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
+    # batching (issue 15): a NAPI poll's fixed cost apart from each frame's and each byte's,
+    # software segmentation per segment and per checksummed byte
+    "nic.cpu_per_poll": "time", "nic.cpu_per_packet": "time",
+    "nic.cpu_per_byte": "time", "gso.cpu_per_segment": "time", "gso.cpu_per_byte": "time",
+    # OVS patch ports: the translation's work in the thread that polls the bridge
+    "patch.cpu_per_packet": "time",
     "switch.latency": "time", "switch.buffer": "size",
     "app.send_per_packet": "time", "app.recv_per_packet": "time", "app.rr_processing": "time",
     "app.send_per_call": "time",
@@ -46,6 +53,9 @@ for _k in VIF_KINDS:
     SCHEMA[f"vif.{_k}.backend_delay"] = "dist"
     SCHEMA[f"vif.{_k}.cpu_per_packet"] = "time"
     SCHEMA[f"vif.{_k}.cpu_per_byte"] = "time"
+for _q in QDISC_KINDS:
+    # a qdisc's CPU work per skb enqueued and dequeued (default 0): schedulers differ in processing cost
+    SCHEMA[f"qdisc.{_q}.cpu_per_packet"] = "time"
 
 PROFILE_DIRS = (Path("calibration"),)
 TABLES = {"profile", "provenance", "fit", "params", "uncertainty", "sources"}

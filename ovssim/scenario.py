@@ -12,8 +12,10 @@ optional except ``[scenario]``, ``[[host]]`` and ``[[workload]]``)::
                  uplink = NIC name, datapath_type = "system" | "netdev" (OVS only; default system)
     [[vm]]       name, host, vif = "kvm-tap" | "xen-vif" | "xen-hvm-tap" | "container-veth" |
                  "bare-metal", vcpus, bridge (a bridge or chain member "br0-2"), vlan | trunks,
-                 qdisc (the VIF port's egress qdisc: tc form or OVS QoS form)
-    [[nic]]      name, host, rate ("100mbit"), qdisc, switch, prop_delay, vlan | trunks, mtu
+                 qdisc (the VIF port's egress qdisc: tc form or OVS QoS form),
+                 features = { tso = false, ... } (the guest interface's ``ethtool -K`` offloads)
+    [[nic]]      name, host, rate ("100mbit"), qdisc, switch, prop_delay, vlan | trunks, mtu, features,
+                 rx_frames (ethtool -C rx-frames; rx-usecs is the profile's nic.rx_delay)
     [[switch]]   name, latency, buffer
     [[workload]] tool = "iperf" | "ping" | "netperf", from, to, and the tool's own flags
 
@@ -29,6 +31,7 @@ from pathlib import Path
 from . import units
 from .errors import ConfigError, OvssimError
 from .path.datapath import QueueRule
+from .path.features import FEATURES
 from .tomlfile import read_toml
 from .path.vif import VIF_KINDS
 from .scenario_keys import SECTION_HELP, SECTION_KEYS
@@ -114,6 +117,23 @@ def load_scenario(source) -> Scenario:
 
 def _err(file, key, problem, fix):
     return ConfigError(problem, file=file, key=key, fix=fix)
+
+
+def _features_check(file, key: str, item: dict) -> None:
+    """``features``: a table of ``ethtool -K`` offload names to true/false."""
+    f = item.get("features")
+    if f is None:
+        return
+    if not isinstance(f, dict):
+        raise _err(file, f"{key}.features", f"features must be a table, got {f!r}",
+                   "write e.g. features = { tso = false, gro = true }")
+    for k, v in f.items():
+        if k not in FEATURES:
+            raise _err(file, f"{key}.features.{k}", f"unknown offload feature {k!r}",
+                       f"use ethtool -K names: {', '.join(FEATURES)}")
+        if not isinstance(v, bool):
+            raise _err(file, f"{key}.features.{k}", f"{k} must be true or false, got {v!r}",
+                       f"write e.g. {k} = false")
 
 
 def _list(data: dict, sec: str, file: str) -> list[dict]:
@@ -257,6 +277,7 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         mtu = v.setdefault("mtu", 1500)
         if isinstance(mtu, bool) or not isinstance(mtu, int) or not 68 <= mtu <= 9216:
             raise _err(file, f"vm.{n}.mtu", f"MTU must be 68..9216, got {mtu!r}", "write e.g. mtu = 1500")
+        _features_check(file, f"vm.{n}", v)
     nics = _names(_list(data, "nic", file), "nic", file)
     uplinks = {}
     for n, b in bridges.items():
@@ -287,6 +308,11 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         _vlan_check(file, f"nic.{n}", nic)
         if "txqueuelen" in nic:
             _conv(file, f"nic.{n}.txqueuelen", lambda q: units.whole(q, "txqueuelen", 0), nic["txqueuelen"])
+        _features_check(file, f"nic.{n}", nic)
+        rf = nic.setdefault("rx_frames", 0)
+        if isinstance(rf, bool) or not isinstance(rf, int) or not 0 <= rf <= 65535:
+            raise _err(file, f"nic.{n}.rx_frames", f"rx_frames must be 0..65535, got {rf!r}",
+                       "write e.g. rx_frames = 32 (ethtool -C rx-frames; 0: by rx-usecs alone)")
     workloads = _list(data, "workload", file)
     if not workloads:
         raise _err(file, "workload", "no [[workload]] defined", 'add [[workload]] tool = "ping" from = "vm1" to = "vm2"')

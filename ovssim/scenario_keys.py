@@ -59,6 +59,8 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "trunks": "Trunk-port VLAN tags, a list of 1..4094.",
         "qdisc": "Egress qdisc of the VIF's port: tc form `{ kind = ... }` or OVS QoS form `{ type = ... }`.",
         "mtu": "Guest interface MTU, 68..9216 (TCP's MSS follows it).",
+        "features": "Offloads of the guest's interface by their `ethtool -K` names, e.g. "
+                    "`{ tso = false, gro = true }` (default: what Linux sets for the VIF kind).",
     },
     "nic": {
         "name": "NIC name.",
@@ -71,6 +73,9 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "trunks": "Trunk VLAN tags of its bridge port.",
         "mtu": "MTU, 68..9216.",
         "txqueuelen": "Device queue length in packets (`ip link ... txqueuelen`, default 1000).",
+        "features": "Offloads by their `ethtool -K` names (`tso`, `gso`, `gro`, `sg`, `tx-checksumming`); "
+                    "default: a physical NIC's.",
+        "rx_frames": "Interrupt coalescing, `ethtool -C rx-frames` (default 0: by rx-usecs alone).",
     },
     "switch": {
         "name": "Switch name.",

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from .path.cpu import CpuPool
 from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
 from .path.endpoint import Endpoint
+from .path.features import resolve
+from .path.gso import SoftwareGso
 from .path.linux_bridge import LinuxBridge
 from .path.links import PatchPort, VethLink
 from .path.nic import Nic
@@ -126,9 +128,16 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         last = chain_members[bname][-1]
         nic = Nic(env, n["name"], n["rate"], qdisc=n.get("qdisc", {"kind": "pfifo_fast"}),
                   rx_delay=profile.sampler("nic.rx_delay", rng(f"{n['name']}.rx")),
-                  prop_delay=n["prop_delay"], mtu=n["mtu"], txqueuelen=n.get("txqueuelen", 1000))
-        up = last.add_port(n["name"], nic.tx, vlan=n.get("vlan"), trunks=n.get("trunks"))
+                  prop_delay=n["prop_delay"], mtu=n["mtu"], txqueuelen=n.get("txqueuelen", 1000),
+                  features=n.get("features"), cpu=topo.hosts[n["host"]],
+                  cpu_per_poll=profile.time("nic.cpu_per_poll"),
+                  cpu_per_packet=profile.time("nic.cpu_per_packet"),
+                  cpu_per_byte=profile.time("nic.cpu_per_byte"),
+                  gso_per_segment=profile.time("gso.cpu_per_segment"),
+                  gso_per_byte=profile.time("gso.cpu_per_byte"), rx_frames=n.get("rx_frames", 0))
+        up = last.add_port(n["name"], nic.xmit, vlan=n.get("vlan"), trunks=n.get("trunks"))
         nic.rx.out = up
+        _qdisc_cost(nic.tx, topo.hosts[n["host"]], profile)
         topo.nics[n["name"]] = nic
         topo.ports[f"{last.name}:{n['name']}"] = nic.tx
         sw_name = n.get("switch")
@@ -149,8 +158,11 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         guest = host_cpu if kind in ("container-veth", "bare-metal") else CpuPool(
             env, v["vcpus"], f"{v['name']}.vcpu", backlog_limit=backlog)
         topo.guest_cpus[v["name"]] = guest
+        features = resolve(kind, v.get("features"))
         ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"), mtu=v["mtu"],
-                      inline_tx=kind in INLINE_KINDS)      # run to completion: no backend thread
+                      inline_tx=kind in INLINE_KINDS,      # run to completion: no backend thread
+                      features=features, tsq=kind not in INLINE_KINDS)
+        ep.vif_kind = kind
         br = topo.bridges[v["bridge"]]
         vd = f"vif.{kind}"
         tx = VifBackend(env, kind, host_cpu,
@@ -168,9 +180,14 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         rx.out = stack
         port = EgressPort(env, None, v.get("qdisc", DEFAULT_VIF_QDISC), rx.latency, mtu=v["mtu"],
                           name=f"{v['name']}-vif", service=rx.service, lookahead=True)
+        _qdisc_cost(port, host_cpu, profile)
         bport = br.add_port(f"{v['name']}-vif", port, vlan=v.get("vlan"), trunks=v.get("trunks"))
         tx.out = bport
-        ep.out = tx
+        # the guest interface's transmit: a GSO skb goes whole to a device with TSO, else it is
+        # segmented in software on the guest's CPU (validate_xmit_skb -> skb_gso_segment)
+        ep.out = tx if features["tso"] else SoftwareGso(
+            env, guest, tx, checksum=features["tx-checksumming"],
+            cpu_per_segment=profile.time("gso.cpu_per_segment"), cpu_per_byte=profile.time("gso.cpu_per_byte"))
         topo.endpoints[v["name"]] = ep
         topo.vifs[v["name"]] = (tx, rx)
         topo.ports[f"{br.name}:{v['name']}-vif"] = port
@@ -203,11 +220,24 @@ class _Blackhole:
         self.count += 1
 
 
+def _qdisc_cost(port: EgressPort, cpu, profile) -> None:
+    """The port's qdisc costs ``qdisc.<kind>.cpu_per_packet`` of the host's CPU per skb (if > 0)."""
+    key = f"qdisc.{port.qdisc.kind}.cpu_per_packet"
+    cost = profile.time(key) if key in profile.params else 0.0
+    if cost > 0.0:
+        port.cpu = cpu
+        port.qdisc_cost = cost
+        port.put = port._put_costed
+
+
 def _link(env, topo, a, z, kind, cpu, profile) -> None:
     if kind == "patch":
         tr = profile.time("patch.translate")
-        pa = a.add_port(f"patch-{z.name}", PatchPort(env, translate=tr))
-        pz = z.add_port(f"patch-{a.name}", PatchPort(env, translate=tr))
+        cost = profile.time("patch.cpu_per_packet")
+        pa = a.add_port(f"patch-{z.name}", PatchPort(env, translate=tr, cpu=cpu, cpu_per_packet=cost,
+                                                     key=getattr(a, "thread_key", None)))
+        pz = z.add_port(f"patch-{a.name}", PatchPort(env, translate=tr, cpu=cpu, cpu_per_packet=cost,
+                                                     key=getattr(z, "thread_key", None)))
         pa.egress.out, pz.egress.out = pz, pa
         return
     per_pkt, per_byte = profile.time("veth.cpu_per_packet"), profile.time("veth.cpu_per_byte")

@@ -86,11 +86,11 @@ class Bridge:
         """Send ``pkt`` (in ``vlan``) out of ``out`` at time ``t``, applying its tag rules."""
         if out.vlan is not None:                  # access: leaves untagged
             if pkt.vlan is not None:
-                pkt.size -= VLAN_TAG
+                pkt.size -= VLAN_TAG * pkt.gso_segs
             pkt.vlan = None
         else:                                     # trunk: keeps / gains the tag
             if vlan is not None and pkt.vlan is None:
-                pkt.size += VLAN_TAG
+                pkt.size += VLAN_TAG * pkt.gso_segs
             pkt.vlan = vlan
         pkt.t = t
         out.tx += 1

@@ -235,13 +235,13 @@ class OvsDatapath(Bridge):
                 if vlan != ov:
                     return
                 if pkt.vlan is not None:
-                    pkt.size -= VLAN_TAG
+                    pkt.size -= VLAN_TAG * pkt.gso_segs
                 pkt.vlan = None
             else:                                    # trunk: keeps / gains the tag
                 if out.trunks is not None and vlan not in out.trunks:
                     return
                 if vlan is not None and pkt.vlan is None:
-                    pkt.size += VLAN_TAG
+                    pkt.size += VLAN_TAG * pkt.gso_segs
                 pkt.vlan = vlan
             pkt.t = done
             out.tx += 1

@@ -22,7 +22,18 @@ send their next packet only when their core has finished the work queued so
 far (the core of their connection, :func:`~ovssim.path.cpu.conn_key`), so no backlog builds between them and a CPU-bound
 flow leaves its excess in its socket, as the kernel does.  A VM's sender
 (``kvm-tap``, Xen) hands its packets to a backend thread instead and is not
-held back.  Inside such a chain only CPU work is modelled as the sender's:
+held back.
+
+``features`` (see :mod:`ovssim.path.features`) are the guest interface's offloads:
+with them, TCP builds GSO skbs (``gso``; Linux always does, ``sk_setup_caps``) and
+the interface's transmit segments them in software where it lacks TSO (the
+topology puts a :class:`~ovssim.path.gso.SoftwareGso` after the endpoint).  An
+endpoint built by hand without ``features`` sends MSS-sized segments, one per
+packet (the unit tests' per-segment paths).  ``tsq``: the interface frees or
+orphans a sent skb only later (a VM's virtio-net/netfront, freed when the
+backend consumed it), so TCP Small Queues can hold the sender back; a veth
+orphans at once (``__dev_forward_skb`` across namespaces), so a container's
+sender is never TSQ-limited.  Inside such a chain only CPU work is modelled as the sender's:
 a latency that is not CPU work (a VIF's ``backend_delay``, ``host.stack_delay``)
 leaves the core idle until the work after it starts, as a wait would.
 """
@@ -31,12 +42,18 @@ from __future__ import annotations
 
 class Endpoint:
     def __init__(self, env, name: str, out=None, *, cpu=None, vlan: int | None = None, mtu: int = 1500,
-                 inline_tx: bool = False):
+                 inline_tx: bool = False, features: dict | None = None, tsq: bool = False,
+                 gso_max_size: int = 65536):
         if inline_tx and cpu is None:
             raise ValueError(f"endpoint {name}: inline_tx (run to completion) needs the host's cpu")
         self.env = env
         self.name = name
         self.inline_tx = inline_tx
+        self.features = features
+        self.vif_kind = None                # the VIF kind the topology put behind it, if any
+        self.gso = bool(features)           # TCP builds GSO skbs when the device's features are known
+        self.gso_max_size = gso_max_size
+        self.tsq = tsq
         self.mtu = mtu              # the guest interface's MTU: TCP's MSS follows it
         self.out = out
         self.cpu = cpu

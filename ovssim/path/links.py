@@ -20,20 +20,34 @@ from .cpu import CpuPool, conn_key
 
 
 class PatchPort:
-    """Egress of a patch port: delivers into the peer bridge without a datapath pass."""
+    """Egress of a patch port: delivers into the peer bridge without a datapath pass.
+
+    ``cpu_per_packet``: the translation's work across the patch (the longer action list of
+    the combined flow) in the OVS thread that polls the bridge (``key``: its core), per skb."""
 
     stage = "patch"
 
-    def __init__(self, env, peer_port=None, *, translate: float = 0.0):
+    def __init__(self, env, peer_port=None, *, translate: float = 0.0, cpu=None, key: int | None = None,
+                 cpu_per_packet: float = 0.0):
         self.env = env
         self.out = peer_port          # the peer bridge's BridgePort
         self.translate = translate
+        self.cpu = cpu
+        self.key = key
+        self.cpu_per_packet = cpu_per_packet
         self.packets = 0
+        self.dropped = 0
 
     def put(self, pkt) -> None:
         self.packets += 1
         now = self.env._now
-        pkt.t = (pkt.t if pkt.t > now else now) + self.translate
+        t = pkt.t if pkt.t > now else now
+        if self.cpu_per_packet > 0.0 and self.cpu is not None:
+            t = self.cpu.serve(t, self.cpu_per_packet, conn_key(pkt.flow) if self.key is None else self.key)
+            if t is None:
+                self.dropped += 1
+                return
+        pkt.t = t + self.translate
         port = self.out
         port.rx += 1
         admitted = port.bridge.admit(port, pkt)

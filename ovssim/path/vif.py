@@ -12,7 +12,8 @@ Kinds (profile keys ``vif.<kind>.*``):
   (the companion thesis's Docker rows);
 * ``bare-metal``: no virtualization layer (zero cost).
 
-Each crossing costs host CPU (``cpu_per_packet`` + ``cpu_per_byte`` x size,
+Each crossing costs host CPU (``cpu_per_packet`` per skb -- a GSO skb is one
+descriptor chain, one notification -- + ``cpu_per_byte`` x size,
 the backend thread's copy and notification work, served by the host's
 :class:`~ovssim.path.cpu.CpuPool` on that thread's core; a ``container-veth``
 has no backend thread: ``veth_xmit`` and the peer's receive run in the softirq
@@ -29,6 +30,11 @@ is FIFO, so a late packet delays those behind it.
 qdisc (``EgressPort(service=vif.service)``), whose ``out`` is the backend's
 :attr:`latency` element, so the port's qdisc fills when the backend cannot
 keep up -- as a tap's qdisc does when the vhost ring is full.
+
+TCP Small Queues: guest -> host, the guest's driver frees a sent skb once the
+backend has consumed it (virtio-net's TX completion, netfront's response), so
+the skb's charge on its socket (``Packet.owner``) is released when the
+backend's work for it is done.
 """
 from __future__ import annotations
 
@@ -122,7 +128,11 @@ class VifBackend:
             t = self.cpu.serve(t, work, conn_key(pkt.flow) if self.inline else self.thread_key)
             if t is None:
                 self.dropped += 1
+                if pkt.owner is not None:
+                    pkt.owner.tsq_free(pkt, now)
                 return
+        if pkt.owner is not None:             # the backend consumed the skb: the guest frees it
+            pkt.owner.tsq_free(pkt, t)
         self.packets += 1
         # self.latency.put(pkt), inlined
         lat = self.latency

@@ -8,7 +8,12 @@ hold the packet.  Tokens are kept as time, as the kernel does (``buffer`` =
 burst / rate).  Packets wait in an inner bfifo of ``limit`` bytes; with
 ``latency`` instead, ``limit = rate * latency + burst`` (capped by
 ``peakrate * latency + mtu``), as tc computes it.  A packet larger than the
-bucket can never be sent and is dropped on arrival.
+bucket can never be sent and is dropped on arrival -- unless it is a GSO skb
+whose segments each fit: then it is segmented on enqueue and each segment is
+queued on its own (``tbf_segment``, net/sched/sch_tbf.c: ``skb_gso_segment``
+then the child's enqueue per segment; the qdisc's packet count grows by the
+segments made less one, ``qdisc_tree_reduce_backlog``).  Sizes are
+``qdisc_pkt_len``: a GSO skb counts every segment's headers (``Packet.size``).
 
 ``overlimits`` counts the dequeues that found a packet but no tokens.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..path.gso import segment
 from .base import Qdisc
 from . import classify
 
@@ -73,6 +79,8 @@ class Tbf(Qdisc):
         st.arrivals += 1
         size = pkt.size
         if size > self.max_size:
+            if pkt.gso_segs > 1 and pkt.gso_size + pkt.header_len <= self.max_size:
+                return self._segment(pkt, now)
             self.drop(pkt, now, "larger than burst")
             return False
         if st.backlog + size > self.limit:          # inner bfifo
@@ -83,6 +91,17 @@ class Tbf(Qdisc):
         st.backlog += size
         pkt.enqueued_at = now
         return True
+
+    def _segment(self, pkt, now: float) -> bool:
+        """``tbf_segment``: queue each segment of a GSO skb larger than the bucket."""
+        st = self.stats
+        segs = segment(pkt)
+        st.arrivals -= 1                    # each segment's enqueue counts it: the segments are the arrivals
+        queued = 0
+        for s in segs:
+            if self.enqueue(s, now):
+                queued += 1
+        return queued > 0
 
     def dequeue(self, now: float):
         q = self._q

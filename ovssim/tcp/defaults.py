@@ -59,3 +59,21 @@ def socket_buffer_payload(requested: float) -> int:
     bytes.  This is the window a netperf ``-s``/``-S`` or iperf ``-w`` gives.
     """
     return int(requested)
+
+# GSO sizing and TCP Small Queues (tcp_output.c tcp_tso_autosize / tcp_small_queue_check,
+# include/net/tcp.h, Documentation/networking/ip-sysctl.rst; values read with sysctl on this
+# machine's kernel 6.18): tcp_min_tso_segs = 2, tcp_tso_rtt_log = 9, sk_pacing_shift = 10
+# (about 1 ms of data per skb), tcp_pacing_ss_ratio = 200 %, tcp_pacing_ca_ratio = 120 %,
+# tcp_limit_output_bytes = 4 MiB.  MAX_TCP_HEADER = 128 + MAX_HEADER (176 on a distribution
+# kernel: LL_MAX_HEADER 128 + 48 for tunnels): sk_gso_max_size = gso_max_size - 305.
+MIN_TSO_SEGS = 2
+TSO_RTT_LOG = 9
+PACING_SHIFT = 10
+PACING_SS_RATIO = 2.0
+PACING_CA_RATIO = 1.2
+TCP_LIMIT_OUTPUT_BYTES = 4194304
+MAX_TCP_HEADER = 128 + 176
+# tcp_tso_should_defer: sysctl tcp_tso_win_divisor = 3; "the last send was in this jiffy" with
+# CONFIG_HZ = 250 (this machine's kernel: netdev_budget_usecs = 2 jiffies = 8000 us).
+TSO_WIN_DIVISOR = 3
+HZ = 250

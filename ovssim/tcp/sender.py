@@ -38,7 +38,25 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   a new segment waits until the flow's core is free; a CPU-bound sender keeps
   its excess in the socket, not in a per-CPU backlog.
 
-Not modelled: the three-way handshake and FIN, TSO/GSO, pacing, RACK-TLP
+* GSO skbs (tcp_output.c ``tcp_write_xmit``): new data leaves in skbs of up to
+  ``tcp_tso_segs`` segments -- ``tcp_tso_autosize``: the pacing rate's bytes
+  per ``2^-sk_pacing_shift`` s (~1 ms), plus ``gso_max_size >> (min_rtt_us >>
+  tcp_tso_rtt_log)`` (a full 64 KB skb below 512 us of RTT), at most
+  ``gso_max_size`` less ``MAX_TCP_HEADER + 1``, at least ``tcp_min_tso_segs`` --
+  cut to the congestion window's quota and the peer's window as
+  ``tcp_mss_split_point`` does.  The pacing rate is ``tcp_update_pacing_rate``'s
+  (200 % of cwnd/srtt in slow start, 120 % after); pacing itself is not.
+  The scoreboard stays per segment (as after ``tcp_fragment``); retransmissions
+  go one segment per skb.  ``gso_segs = 1`` (``gso = False``) sends MSS frames.
+* TCP Small Queues (``tcp_small_queue_check``): with ``tsq`` on, the bytes of
+  this socket's skbs not yet freed or orphaned below it are bounded by
+  ``max(2 * truesize, pacing rate >> 10)``, at most ``tcp_limit_output_bytes``;
+  above that the sender waits until the device frees one (``tcp_tsq_handler``).
+  The first element that frees or orphans the skb calls :meth:`tsq_free`.
+
+  A part-sized skb is held back for the next ACK as ``tcp_tso_should_defer`` does.
+
+Not modelled: the three-way handshake and FIN, pacing, RACK-TLP
 (Linux's default loss detection since 4.18: time-based, with a reordering
 window of min_rtt/4), F-RTO and undo after a timeout, D-SACK, the persist
 timer, slow start after idle.
@@ -48,10 +66,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from operator import itemgetter
 
+from ..path.afpacket import truesize
 from ..path.cpu import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
-from .defaults import DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING
+from .defaults import (DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, MAX_TCP_HEADER,
+                       HZ, MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
+                       TCP_LIMIT_OUTPUT_BYTES, TSO_RTT_LOG, TSO_WIN_DIVISOR)
 from .rtt import RttEstimator
 
 # scoreboard flags of one segment (the record is [seq, end, tx_time, flags])
@@ -76,7 +97,9 @@ class TcpSender:
                  nodelay: bool = False, sack: bool = True, timestamps: bool = True,
                  rtt: RttEstimator | None = None, app_cost: float = 0.0, call_cost: float = 0.0,
                  cpu=None,
-                 keep_samples: bool = True):
+                 keep_samples: bool = True, gso: bool = True, gso_max_size: int = 65536,
+                 gso_max_segs: int = 65535, tsq: bool = False,
+                 limit_output_bytes: int = TCP_LIMIT_OUTPUT_BYTES):
         self.sock = sock
         self.env = sock.env
         self.mss = mss
@@ -150,6 +173,19 @@ class TcpSender:
         self.rtt_times: list[float] = []
         self.cwnd_log: list[tuple[float, int, int]] = []
         self.on_acked = None        # callback(acked_bytes, now) for the application
+        # GSO (sk_setup_caps: sk_gso_max_size = the device's gso_max_size - (MAX_TCP_HEADER + 1))
+        self.gso = gso
+        self.gso_max_bytes = gso_max_size - (MAX_TCP_HEADER + 1)
+        self.gso_max_segs = gso_max_segs
+        self.skbs_out = 0           # skbs of new data sent (a GSO skb counts once)
+        # TCP Small Queues: bytes (skb truesize) below the socket, not yet freed or orphaned
+        self.tsq = tsq
+        self.limit_output_bytes = limit_output_bytes
+        self.wmem_queued = 0
+        self.tsq_throttled = 0      # times the sender stopped on TSQ
+        self._tsq_waiting = False
+        self._lsndtime = -1.0       # tp->lsndtime: when data was last sent
+        self.tso_deferred = 0       # pushes tcp_tso_should_defer held back
 
     # -- views -----------------------------------------------------------------------
     @property
@@ -221,7 +257,23 @@ class TcpSender:
             if n <= 0:
                 self.cwnd_limited = False
                 break
+            if self.tsq and self._tsq_full(now):
+                self.cwnd_limited = False
+                break
             if n >= mss:
+                segs = self._gso_segs(n, seq)
+                if segs < 0:                   # tcp_tso_should_defer: wait for the next ACK
+                    self.cwnd_limited = segs == -2
+                    self.tso_deferred += 1
+                    break
+                if segs > 1:
+                    end = seq + segs * mss
+                    self.snd_nxt = end
+                    rtx.extend([[s, s + mss, now, 0] for s in range(seq, end, mss)])
+                    self._transmit(seq, segs * mss, now, True, segs)
+                    if self.state == RECOVERY:
+                        self.prr_out += segs
+                    continue
                 n = mss
                 end = seq + n
                 if end > self.snd_una + self.snd_wnd and len(rtx) > self.head:
@@ -248,29 +300,156 @@ class TcpSender:
         if po and self._rto_at == INF:
             self._arm_rto(now + self.rtt.backed_off(self.backoff))
 
+    # -- GSO and TCP Small Queues -------------------------------------------------------------
+    def pacing_rate(self) -> float:
+        """``tcp_update_pacing_rate`` in bytes/s (infinite before the first RTT sample)."""
+        srtt = self.rtt.srtt
+        if not srtt > 0.0:
+            return INF
+        ratio = PACING_SS_RATIO if self.cwnd < self.ssthresh / 2 else PACING_CA_RATIO
+        po = len(self.rtx) - self.head
+        return ratio * self.mss * (self.cwnd if self.cwnd > po else po) / srtt
+
+    def tso_segs(self) -> int:
+        """``tcp_tso_segs`` -> ``tcp_tso_autosize``: segments one GSO skb may carry now."""
+        if not self.gso:
+            return 1
+        cap = self.gso_max_bytes
+        rate = self.pacing_rate()
+        if rate == INF:
+            nbytes = cap
+        else:
+            nbytes = rate / (1 << PACING_SHIFT)
+            r = int(self.rtt.min_rtt * 1e6) >> TSO_RTT_LOG if self.rtt.min_rtt < INF else 0
+            if r < 32:
+                nbytes += cap >> r
+            if nbytes > cap:
+                nbytes = cap
+        segs = int(nbytes // self.mss)
+        if segs < MIN_TSO_SEGS:
+            segs = MIN_TSO_SEGS
+        return segs if segs < self.gso_max_segs else self.gso_max_segs
+
+    def _gso_segs(self, avail: int, seq: int) -> int:
+        """Full segments the next skb carries: ``tcp_tso_segs`` cut to the congestion window's
+        quota and the peer's window (``tcp_mss_split_point``) and to the data written; or -1
+        (-2: cwnd-limited) when ``tcp_tso_should_defer`` holds the skb back for the next ACK."""
+        in_flight = len(self.rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out
+        quota = self.cwnd - in_flight
+        full = self.tso_segs()
+        segs = full
+        if quota < segs:
+            segs = quota
+        mss = self.mss
+        fit = avail // mss
+        if fit < segs:
+            segs = fit
+        rtx = self.rtx
+        if len(rtx) > self.head:
+            wnd = (self.snd_una + self.snd_wnd - seq) // mss
+            if wnd < segs:
+                segs = wnd if wnd > 1 else 1
+            if 1 <= segs < full and self._tso_should_defer(quota, seq, full):
+                return -2 if quota * mss < self.snd_una + self.snd_wnd - seq else -1
+        return segs
+
+    def _tso_should_defer(self, quota: int, seq: int, full: int) -> bool:
+        """``tcp_tso_should_defer`` (tcp_output.c): hold back a part-sized skb, expecting an ACK
+        soon to let a bigger one go -- only outside recovery, when the last send was in this
+        jiffy (HZ = 250), the window left is under a full skb and under a third of
+        ``min(snd_wnd, cwnd)`` (``tcp_tso_win_divisor`` = 3), and the oldest unacknowledged
+        segment went out at least half an RTT ago."""
+        if self.state != OPEN:
+            return False
+        now = self.env._now
+        if int(now * HZ) != int(self._lsndtime * HZ):
+            return False
+        mss = self.mss
+        limit = quota * mss
+        send_win = self.snd_una + self.snd_wnd - seq
+        if send_win < limit:
+            limit = send_win
+        chunk = self.cwnd * mss
+        if self.snd_wnd < chunk:
+            chunk = self.snd_wnd
+        if limit >= chunk / TSO_WIN_DIVISOR:
+            return False
+        head_sent = self.rtx[self.head][2]
+        return now - head_sent >= self.rtt.srtt / 2
+
+    def _tsq_full(self, now: float) -> bool:
+        """``tcp_small_queue_check``: too many of this socket's bytes below it (throttled)."""
+        if not self.wmem_queued:
+            return False
+        rate = self.pacing_rate()
+        limit = 2 * truesize(self.frame_full)
+        paced = rate / (1 << PACING_SHIFT)
+        if paced > limit:
+            limit = paced
+        if limit > self.limit_output_bytes:
+            limit = self.limit_output_bytes
+        if self.wmem_queued <= limit:
+            return False
+        if len(self.rtx) - self.head <= 1:       # tcp_rtx_queue_empty_or_single_skb
+            return False
+        self.tsq_throttled += 1
+        self._tsq_waiting = True
+        return True
+
+    def tsq_free(self, pkt, t: float) -> None:
+        """The skb ``pkt`` is freed or orphaned at ``t`` (``tcp_wfree``): its bytes leave the budget."""
+        if pkt.owner is not self:
+            return
+        pkt.owner = None
+        if t > self.env._now:
+            call_at(self.env, t, self._tsq_release, pkt.wmem)
+        else:
+            self._tsq_release(pkt.wmem)
+
+    def _tsq_release(self, nbytes: int) -> None:
+        self.wmem_queued -= nbytes
+        if self._tsq_waiting:                    # tcp_tsq_handler: write more
+            self._tsq_waiting = False
+            self.push()
+
     def _rtc_resume(self, _=None) -> None:
         """The flow's core is free again: send what was held back (a stale wake-up does nothing)."""
         if self.env._now >= self._rtc_at:
             self._rtc_at = INF
             self.push()
 
-    def _transmit(self, seq: int, n: int, now: float, new: bool) -> None:
+    def _transmit(self, seq: int, n: int, now: float, new: bool, segs: int = 1) -> None:
         sock = self.sock
         rcv = sock.receiver
         # by position (a keyword call costs more): flow, size, created, payload, seq; kind "data"
-        pkt = Packet(sock.flow, self.frame_full if n == self.mss else tcp_frame_size(n, self.timestamps),
-                     now, n, seq)
+        if segs > 1:
+            # a GSO skb: its size counts every segment's headers (qdisc_pkt_len)
+            pkt = Packet(sock.flow, self.frame_full * segs, now, n, seq)
+            pkt.gso_size = self.mss
+            pkt.gso_segs = segs
+            self.skbs_out += 1
+        else:
+            pkt = Packet(sock.flow, self.frame_full if n == self.mss else tcp_frame_size(n, self.timestamps),
+                         now, n, seq)
+            if new:
+                self.skbs_out += 1
+        if self.tsq:
+            pkt.owner = self
+            pkt.wmem = truesize(pkt.size)
+            self.wmem_queued += pkt.wmem
         rcv_nxt = rcv.rcv_nxt
         pkt.ack = rcv_nxt
         pkt.ts_val = now
         pkt.ts_ecr = rcv.ts_recent
         # rcv.window(), its cached answer inline
         pkt.rwnd = rcv._win if rcv_nxt == rcv._win_at and not rcv.ofo_bytes else rcv.window()
-        self.segs_out += 1
-        self.data_segs_out += 1
+        self._lsndtime = now
+        self.segs_out += segs
+        self.data_segs_out += segs
         self.bytes_sent += n
         if new and (self.app_cost or self.call_cost):
-            # the application's send() work for these bytes (retransmissions cost it nothing)
+            # the application's send() work for these bytes (retransmissions cost it nothing):
+            # ``app_cost`` per skb the stack builds and sends, ``call_cost`` per send() call
             cost = self.app_cost + self.call_cost * n / self.write_size
             t = None
             if self.cpu is not None:

@@ -51,7 +51,10 @@ class TcpSocket:
                                 sndbuf=AUTOTUNED_SND_BYTES if sndbuf is None else sndbuf,
                                 nodelay=nodelay, sack=sack, timestamps=timestamps, rtt=rtt,
                                 app_cost=send_cost, call_cost=call_cost, cpu=cpu,
-                                keep_samples=keep_samples)
+                                keep_samples=keep_samples,
+                                gso=getattr(endpoint, "gso", False),
+                                gso_max_size=getattr(endpoint, "gso_max_size", 65536),
+                                tsq=getattr(endpoint, "tsq", False))
         self.peer: TcpSocket | None = None
 
     # -- wiring -----------------------------------------------------------------------

@@ -91,7 +91,8 @@ class Ping(Workload):
         ctx.src.bind("icmp", ident, _Receiver(self))
         self.t_end = ctx.start_at + ctx.duration
         self.frame = icmp_frame_size(self.size_payload)
-        keeps = getattr(ctx.src.out, "kind", "bare-metal") == "bare-metal"
+        kind = getattr(ctx.src, "vif_kind", None) or getattr(ctx.src.out, "kind", "bare-metal")
+        keeps = kind == "bare-metal"
         self.priority = tos_to_priority(self.tos) if keeps else 0
         self.sent = 0
         self.rtts: list[float] = []

@@ -31,14 +31,18 @@ COSTS = {"vif.{kind}.backend_delay": "0us", "vif.{kind}.cpu_per_packet": "1us", 
          "app.recv_per_packet": "2us"}
 
 
+GSO_FREE = {"gso.cpu_per_segment": "0us", "gso.cpu_per_byte": "0ns"}
+TX_OFF = {"tx-checksumming": False}
+
+
 def _scenario(kind: str, workloads: list[dict], duration: float = 0.6, **params) -> dict:
     return {
         "scenario": {"name": f"rtc-{kind}", "duration": f"{duration}s", "reps": 1, "seed": 3, "profile": "default"},
         "params": {**{k.format(kind=kind): v for k, v in COSTS.items()}, **params},
         "host": [{"name": "h", "cores": 2}],
         "bridge": [{"name": "br", "host": "h", "kind": "linux"}],
-        "vm": [{"name": "a", "host": "h", "vif": kind, "bridge": "br"},
-               {"name": "b", "host": "h", "vif": kind, "bridge": "br"}],
+        "vm": [{"name": "a", "host": "h", "vif": kind, "bridge": "br", "features": TX_OFF},
+               {"name": "b", "host": "h", "vif": kind, "bridge": "br", "features": TX_OFF}],
         "workload": workloads,
     }
 
@@ -54,29 +58,37 @@ def _run(kind, workloads, duration=0.6, **params):
 
 
 def test_cpu_bound_tcp_between_containers_runs_at_one_core_per_segment():
-    """All of a connection's softirq work on its core: 2 (send) + 1 (veth) + 3 (bridge) + 1 (peer veth)
-    us per segment, plus an ACK's 1 + 3 + 1 us every second segment = 9.5 us; the reader's recv()
-    copy goes to the other core.  Goodput = 1448 * 8 bit / 9.5 us = 1219 Mbit/s, with nothing dropped."""
-    s, counters = _run("container-veth", [TCP])
-    assert s[("tcp", "throughput")] == pytest.approx(MSS * 8 / 9.5e-6 / 1e6, rel=0.03)
+    """All of a connection's softirq work on its core.  With ``tx off`` on the containers' interfaces
+    (the collector's setting) TCP still builds 64 KB GSO skbs (45 segments: RTT far below 512 us,
+    ``tcp_tso_autosize``) and the veth's transmit cuts them (software GSO, free here): 2 us (send) per
+    skb, then per segment 1 (veth) + 3 (bridge) + 1 (peer veth) us, plus an ACK's 1 + 3 + 1 us every
+    second segment = 7.5 us + 2/45 us.  The reader's recv() copy is left out: it runs on whichever core
+    is free, and between two skbs the flow's core is.  Goodput = 1448 * 8 bit / 7.544 us = 1535 Mbit/s,
+    with nothing dropped."""
+    s, counters = _run("container-veth", [TCP], **GSO_FREE, **{"app.recv_per_packet": "0us"})
+    assert s[("tcp", "throughput")] == pytest.approx(MSS * 8 / (7.5e-6 + 2e-6 / 45) / 1e6, rel=0.03)
     assert s[("tcp", "retransmits")] == 0
     assert counters["cpu:h"]["refused"] == 0
 
 
-def test_ping_beside_a_cpu_bound_flow_waits_for_one_segment_at_most():
+def test_ping_beside_a_cpu_bound_flow_waits_for_one_skb_at_most():
     idle, _ = _run("container-veth", [PING])
     loaded, counters = _run("container-veth", [TCP, PING])
-    # the probe's chain shares the flow's core at worst: one segment's 9.5 us of work ahead of each crossing
-    assert loaded[("ping", "rtt_mean")] - idle[("ping", "rtt_mean")] < 0.030          # ms
+    # the probe's chain shares the flow's core at worst: one GSO skb's work ahead of each crossing --
+    # 45 segments x 9.5 us (7.5 us + the reader's 2 us when it lands on that core) + 2 us
+    one_skb = (45 * 9.5 + 2) / 1000                                                   # ms
+    assert loaded[("ping", "rtt_mean")] - idle[("ping", "rtt_mean")] < 2 * one_skb
     assert loaded[("ping", "loss")] == 0 and counters["cpu:h"]["refused"] == 0
 
 
 def test_a_vms_sender_is_not_held_back_and_builds_a_backlog():
     """The contrast: behind a backend thread (kvm-tap) the guest sends at its own pace and the
-    host's work queues -- the ping under load waits milliseconds, not microseconds."""
+    host's work queues -- the ping under load waits milliseconds, not one skb's work.  (TCP Small
+    Queues bounds that backlog by the guest socket's budget, about 1 ms of data at its pacing rate:
+    tests/core/test_batching.py checks the bound itself.)"""
     loaded, _ = _run("kvm-tap", [TCP, PING])
     rtc, _ = _run("container-veth", [TCP, PING])
-    assert loaded[("ping", "rtt_mean")] > 20 * rtc[("ping", "rtt_mean")]
+    assert loaded[("ping", "rtt_mean")] > 5 * rtc[("ping", "rtt_mean")]
 
 
 def test_a_cpu_bound_udp_sender_slows_down_instead_of_overflowing_the_backlog():

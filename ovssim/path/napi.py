@@ -1,0 +1,160 @@
+"""NIC receive: interrupt coalescing, NAPI polls and GRO, a train at a time.
+
+What the kernel does (net/core/dev.c ``net_rx_action``/``napi_poll``, net/core/gro.c,
+the driver's interrupt moderation): the NIC raises an interrupt ``rx-usecs`` after
+the first frame of a quiet period (or at once when ``rx-frames`` frames are
+waiting); the interrupt schedules NAPI; a poll takes up to ``weight`` = 64 frames
+(``NAPI_POLL_WEIGHT``) that have arrived, GRO merging the in-order segments of one
+flow into one skb of up to ``gro_max_size`` = 64 KB (``tcp_gro_receive``), and at
+the end of the poll GRO flushes (``napi_complete_done`` -> ``gro_flush``), so
+the stack sees one skb per flow per poll.  A poll that used its whole budget is
+repolled at once; ``net_rx_action`` stops after ``netdev_budget`` = 300 frames or
+``netdev_budget_usecs`` (8 ms on this machine's HZ=250 kernel) per softirq round
+and ksoftirqd carries on.
+
+Here a frame train off the wire (a TSO skb: ``first_at`` .. ``t``, frames evenly
+spaced, :meth:`ovssim.path.port.EgressPort._train_done`) is cut analytically into
+the polls it meets: no event per frame.  Each poll costs ``cpu_per_poll`` (the
+interrupt, the softirq entry, the flush) + ``cpu_per_packet`` per frame +
+``cpu_per_byte``; frames that arrive while a poll runs are taken by the next
+poll.  With GRO off every frame is delivered on its own, at its poll's end.
+A single frame (not a train) is one poll of one frame, as before.
+
+``rx_delay`` (a profile distribution, ``nic.rx_delay``) is the coalescing
+delay plus the scheduling of the softirq, drawn once per interrupt.
+"""
+from __future__ import annotations
+
+from .cpu import conn_key
+from .features import GRO_MAX_SIZE
+from .gso import segment
+
+NAPI_POLL_WEIGHT = 64
+
+
+class NapiRx:
+    """A NIC's receive side: ``put(frame or train)`` -> GRO'd skbs to ``out``, in order."""
+
+    stage = "napi"
+
+    def __init__(self, env, rx_delay, out=None, *, cpu=None, gro: bool = True,
+                 cpu_per_poll: float = 0.0, cpu_per_packet: float = 0.0, cpu_per_byte: float = 0.0,
+                 rx_frames: int = 0, weight: int = NAPI_POLL_WEIGHT, gro_max_size: int = GRO_MAX_SIZE,
+                 name: str = "nic.rx"):
+        self.env = env
+        self.delay = rx_delay
+        self.out = out
+        self.cpu = cpu
+        self.gro = gro
+        self.cpu_per_poll = cpu_per_poll
+        self.cpu_per_packet = cpu_per_packet
+        self.cpu_per_byte = cpu_per_byte
+        self.rx_frames = rx_frames
+        self.weight = weight
+        self.gro_max_size = gro_max_size
+        self.name = name
+        self._poll_end = 0.0          # when the last poll finished (frames before it were taken)
+        self._last = 0.0              # delivery order
+        self.polls = 0
+        self.frames = 0
+        self.skbs = 0
+        self.dropped = 0
+
+    def put(self, pkt) -> None:
+        now = self.env._now
+        last = pkt.t if pkt.t > now else now
+        segs = pkt.gso_segs
+        first = pkt.first_at if (segs > 1 and pkt.first_at is not None) else last
+        pkt.first_at = None
+        if segs <= 1:
+            self._deliver([pkt], self._poll_at(last, 1), 1, pkt.size)
+            return
+        # the frames' arrival times: evenly spaced from first to last
+        gap = (last - first) / (segs - 1)
+        frames = segment(pkt)
+        i = 0
+        while i < segs:
+            poll = self._poll_at(first + i * gap, segs - i, gap)
+            # frames arrived by the poll, at most a poll's weight
+            k = int((poll - first) / gap + 1e-9) + 1 - i if gap > 0 else segs - i
+            if k < 1:
+                k = 1
+            if k > self.weight:
+                k = self.weight
+            if i + k > segs:
+                k = segs - i
+            batch = frames[i:i + k]
+            self._deliver(batch, poll, k, sum(f.size for f in batch))
+            i += k
+
+    def _poll_at(self, arrival: float, waiting: int, gap: float = 0.0) -> float:
+        """When the poll that takes a frame arriving at ``arrival`` starts."""
+        if arrival < self._poll_end:
+            return self._poll_end     # NAPI still scheduled: the next poll runs when this one ends
+        delay = self.delay.next()
+        if self.rx_frames and gap > 0.0:
+            by_frames = (self.rx_frames - 1) * gap
+            if by_frames < delay:
+                delay = by_frames     # rx-frames reached first: interrupt then
+        return arrival + delay
+
+    def _deliver(self, frames: list, poll: float, n: int, nbytes: int) -> None:
+        work = self.cpu_per_poll + self.cpu_per_packet * n + self.cpu_per_byte * nbytes
+        done = poll + work
+        if work > 0.0 and self.cpu is not None:
+            done = self.cpu.serve(poll, work, conn_key(frames[0].flow))
+            if done is None:
+                self.dropped += n
+                return
+        self.polls += 1
+        self.frames += n
+        self._poll_end = done
+        if done < self._last:
+            done = self._last
+        self._last = done
+        out = self.out
+        if n == 1:                    # one frame: nothing to merge
+            skb = frames[0]
+            skb.t = done
+            self.skbs += 1
+            out.put(skb)
+            return
+        for skb in (gro_merge(frames, self.gro_max_size) if self.gro else frames):
+            skb.t = done
+            self.skbs += 1
+            out.put(skb)
+
+
+def gro_merge(frames: list, max_size: int = GRO_MAX_SIZE) -> list:
+    """``napi_gro_receive`` over one poll, then the flush (net/core/gro.c, net/ipv4/tcp_offload.c
+    ``tcp_gro_receive``): a TCP data segment joins the skb held for its flow when it starts where
+    that skb ends, carries the same ACK and the same timestamp option (TSval ticks in ms, so
+    segments sent in one ms), is no longer than the held skb's segments, and the skb stays within
+    ``max_size``; a segment shorter than ``gso_size`` is the skb's last.  Anything else -- another
+    flow, a gap, a pure ACK, a non-TCP frame -- starts anew or passes by itself.  Bytes, payload
+    and segment counts are conserved; order within a flow is kept."""
+    held: dict = {}       # flow -> the skb being built (an element of ``out``)
+    out: list = []
+    for f in frames:
+        key = f.flow
+        h = held.get(key)
+        if h is not None and f.payload and f.kind == "data":
+            mss = h.gso_size or h.payload
+            if (h.seq + h.payload == f.seq and f.ack == h.ack and int(f.ts_val * 1000) == int(h.ts_val * 1000)
+                    and f.gso_segs == 1 and f.payload <= mss
+                    and h.payload + f.payload + (h.size - h.payload) // h.gso_segs <= max_size):
+                h.gso_size = mss
+                h.payload += f.payload
+                h.size += f.size
+                h.gso_segs += 1
+                h.sack = f.sack
+                h.rwnd = f.rwnd
+                if f.payload < mss:
+                    del held[key]     # a short segment ends the skb
+                continue
+        out.append(f)
+        if f.kind == "data" and f.payload and f.flow[4] == "tcp":
+            held[key] = f
+        else:
+            held.pop(key, None)
+    return out
