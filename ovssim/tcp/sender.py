@@ -88,6 +88,9 @@ class TcpSender:
         self.cwnd_cnt = 0
         self.ssthresh = INFINITE_SSTHRESH
         self.sndbuf = max(int(sndbuf), 1)
+        # Linux's send-buffer growth (buffers.SendBuffer) when the application set no SO_SNDBUF
+        self.sndbuf_auto = None
+        self._sndbuf_cwnd = 0         # the cwnd the buffer was last grown for
         self.nodelay = nodelay
         self.sack = sack
         self.rtt = rtt or RttEstimator()
@@ -194,6 +197,8 @@ class TcpSender:
             if now >= self.bulk_until:
                 self.bulk_until = None
             else:
+                if self.sndbuf_auto is not None and self.cwnd > self._sndbuf_cwnd:
+                    self._grow_sndbuf()
                 full = self.snd_una + self.sndbuf
                 if full > self.write_end:
                     self.write_end = full
@@ -247,6 +252,12 @@ class TcpSender:
             self.max_packets_out = po
         if po and self._rto_at == INF:
             self._arm_rto(now + self.rtt.backed_off(self.backoff))
+
+    def _grow_sndbuf(self) -> None:
+        """``tcp_new_space`` -> ``tcp_sndbuf_expand`` for the current cwnd (see buffers.SendBuffer)."""
+        self._sndbuf_cwnd = self.cwnd
+        if self.sndbuf_auto.expand(self.cwnd, self.reordering):
+            self.sndbuf = self.sndbuf_auto.payload
 
     def _rtc_resume(self, _=None) -> None:
         """The flow's core is free again: send what was held back (a stale wake-up does nothing)."""
