@@ -35,7 +35,7 @@ KEYS = {
     "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every"},
     "host": {"name", "cores"},
     "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows", "datapath_type"},
-    "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu"},
+    "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu", "sysctl"},
     "nic": {"name", "host", "rate", "qdisc", "switch", "prop_delay", "vlan", "trunks", "mtu", "txqueuelen"},
     "switch": {"name", "latency", "buffer"},
 }

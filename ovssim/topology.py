@@ -20,6 +20,7 @@ from .path.nic import Nic
 from .path.port import EgressPort
 from .path.switch import PhysicalSwitch
 from .path.vif import INLINE_KINDS, VifBackend, VifLatency
+from .tcp.buffers import TcpSysctls
 from .packet import FlowKey, Packet
 from .profile import Profile
 from .sched import call_at
@@ -151,6 +152,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         topo.guest_cpus[v["name"]] = guest
         ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"), mtu=v["mtu"],
                       inline_tx=kind in INLINE_KINDS)      # run to completion: no backend thread
+        if v.get("sysctl"):
+            # the guest kernel's net.ipv4.tcp_* (default cc, tcp_rmem/tcp_wmem): ovssim/tcp/buffers.py
+            ep.tcp_sysctls = TcpSysctls.from_mapping(v["sysctl"])
         br = topo.bridges[v["bridge"]]
         vd = f"vif.{kind}"
         tx = VifBackend(env, kind, host_cpu,

@@ -83,7 +83,11 @@ class TcpSender:
         self.timestamps = timestamps
         self.frame_full = tcp_frame_size(mss, timestamps)
         self.cc = cc
-        cc.attach(self)
+        # pacing (tcp_update_skb_after_send, tcp_pacing_check): sk_pacing_rate in bytes/s; 0 = not paced
+        self.pacing_rate = 0.0
+        self.pacing = False           # sk_pacing_status != SK_PACING_NONE (BBR asks for it)
+        self._wstamp = 0.0            # tp->tcp_wstamp_ns: earliest departure of the next segment
+        self._pace_at = INF           # a pending pacing-timer push
         self.cwnd = init_cwnd
         self.cwnd_cnt = 0
         self.ssthresh = INFINITE_SSTHRESH
@@ -153,6 +157,13 @@ class TcpSender:
         self.rtt_times: list[float] = []
         self.cwnd_log: list[tuple[float, int, int]] = []
         self.on_acked = None        # callback(acked_bytes, now) for the application
+        # a congestion control that runs on every ACK (tcp_congestion_ops.cong_control: BBR)
+        # and sees every transmission (its delivery-rate sampler, tcp_rate_skb_sent)
+        self._cc_main = getattr(cc, "cong_control", None)
+        self._cc_sent = getattr(cc, "on_send", None)
+        cc.attach(self)
+        if self._cc_main is not None:
+            self.pacing = True
 
     # -- views -----------------------------------------------------------------------
     @property
@@ -219,6 +230,13 @@ class TcpSender:
                         self._rtc_at = free
                         call_at(self.env, free, self._rtc_resume)
                     break
+            if self.pacing and self._wstamp > now and self.data_segs_out >= 10:
+                # tcp_pacing_check: the pacing timer sends the next one at its departure time
+                self.cwnd_limited = False
+                if self._wstamp < self._pace_at:
+                    self._pace_at = self._wstamp
+                    call_at(self.env, self._wstamp, self._pace_resume)
+                break
             if self.lost_out > self.retrans_out and self._retransmit_next(now):
                 continue
             seq = self.snd_nxt
@@ -253,6 +271,11 @@ class TcpSender:
         if po and self._rto_at == INF:
             self._arm_rto(now + self.rtt.backed_off(self.backoff))
 
+    def _pace_resume(self, _=None) -> None:
+        if self.env._now >= self._pace_at:
+            self._pace_at = INF
+            self.push()
+
     def _grow_sndbuf(self) -> None:
         """``tcp_new_space`` -> ``tcp_sndbuf_expand`` for the current cwnd (see buffers.SendBuffer)."""
         self._sndbuf_cwnd = self.cwnd
@@ -280,6 +303,17 @@ class TcpSender:
         self.segs_out += 1
         self.data_segs_out += 1
         self.bytes_sent += n
+        if self.pacing and self.pacing_rate > 0.0:
+            # tcp_update_skb_after_send: the next departure is this one's plus len / rate,
+            # minus up to half of that as credit for time the socket sat idle
+            prior = self._wstamp
+            if prior < now:
+                self._wstamp = now
+            len_t = n / self.pacing_rate
+            credit = self._wstamp - prior
+            self._wstamp += len_t - (len_t / 2 if credit > len_t / 2 else credit)
+        if self._cc_sent is not None:
+            self._cc_sent(seq, n, now, new)
         if new and (self.app_cost or self.call_cost):
             # the application's send() work for these bytes (retransmissions cost it nothing)
             cost = self.app_cost + self.call_cost * n / self.write_size
@@ -436,9 +470,13 @@ class TcpSender:
                 # fast path: nothing lost, nothing SACKed -- just grow the window
                 if self.cwnd_limited or (self.cwnd < self.ssthresh and self.cwnd < 2 * self.max_packets_out):
                     self.cc.cong_avoid(acked, now)
+                if self._cc_main is not None:
+                    self._cc_main(acked, delivered, now)
                 self.push()
                 return
         self._congestion_control(acked, delivered, ack > prior_una, now)
+        if self._cc_main is not None:
+            self._cc_main(acked, delivered, now)
         self.push()
 
     def _congestion_control(self, acked: int, delivered: int, advanced: bool, now: float) -> None:

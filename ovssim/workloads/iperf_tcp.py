@@ -8,7 +8,8 @@ Keys are iperf3's flags (iperf3(1)) or their long names:
 * ``t``/``time``      test length (default 10 s);
 * ``O``/``omit``      seconds at the start left out of the results (iperf3 -O: "skip past the
   TCP slow-start period"); the test then runs ``omit + time``;
-* ``C``/``congestion`` ``cubic`` (Linux's default) or ``reno``/``newreno``;
+* ``C``/``congestion`` ``cubic``, ``bbr`` or ``reno``/``newreno``; without it the client host's
+  ``net.ipv4.tcp_congestion_control`` (the vm's ``sysctl`` table; Linux's built-in default cubic);
 * ``l``/``length``    bytes per write (iperf3's TCP default: 128 KiB); a bulk writer
   keeps the send buffer full whatever its write size, so this matters only
   through ``call_cost`` (CPU per write call);
@@ -53,7 +54,7 @@ class IperfTcp(Workload):
         Option("window", ("w", "window"), as_size, "socket buffer in bytes, e.g. \"256k\""),
         Option("time", ("t", "time"), as_positive_time, "test length, e.g. \"10s\""),
         Option("omit", ("O", "omit"), as_time, "seconds left out at the start, e.g. \"1s\""),
-        Option("cc", ("C", "congestion"), as_cc, "cubic or reno"),
+        Option("cc", ("C", "congestion"), as_cc, "cubic, bbr or reno (default: the host's tcp_congestion_control)"),
         Option("length", ("l", "length"), as_size, "bytes per write, e.g. \"128k\""),
         Option("mss", ("M", "set-mss", "set_mss"), as_size, "maximum segment size in bytes"),
         Option("nodelay", ("N", "no-delay", "no_delay"), as_bool, "true to set TCP_NODELAY"),
@@ -68,7 +69,7 @@ class IperfTcp(Workload):
     ]
 
     def __init__(self, *, parallel: int = 1, window: int | None = None, time: float | None = None,
-                 cc: str = "cubic", length: int = IPERF3_TCP_LENGTH, mss: int | None = None,
+                 cc: str | None = None, length: int = IPERF3_TCP_LENGTH, mss: int | None = None,
                  nodelay: bool = False, name: str | None = None, start: float = 0.0,
                  send_cost: float | None = None, recv_cost: float | None = None,
                  call_cost: float | None = None, port: int = IPERF3_PORT,

@@ -19,7 +19,8 @@ Configured with netperf's flags (netperf(1), "Netperf Manual" section 5/6):
 * ``r``  request,response sizes for TCP_RR (``-r 1,1``);
 * ``D``  TCP_NODELAY (``-D``): off for TCP_STREAM, and on for TCP_RR by
   default here (one outstanding small request never waits for Nagle anyway);
-* ``K``  congestion control (netperf's ``-K``; ``cubic`` or ``reno``/``newreno``).
+* ``K``  congestion control (netperf's ``-K``; ``cubic``, ``bbr`` or ``reno``/``newreno``; default: the
+  host's ``net.ipv4.tcp_congestion_control``).
 
 ovssim's own keys: ``name``, ``start`` (offset from the scenario start),
 ``send_cost``/``recv_cost`` (the tool's CPU time per segment sent/received,
@@ -71,7 +72,7 @@ _COMMON = [
     Option("local_buffer", ("s", "local_buffer"), as_size, "local socket buffer in bytes, e.g. \"32k\""),
     Option("remote_buffer", ("S", "remote_buffer"), as_size, "remote socket buffer in bytes"),
     Option("nodelay", ("D", "nodelay"), as_bool, "true to set TCP_NODELAY"),
-    Option("cc", ("K", "congestion"), as_cc, "congestion control: cubic or reno"),
+    Option("cc", ("K", "congestion"), as_cc, "congestion control: cubic, bbr or reno (default: the host's)"),
     Option("name", ("name",), str, "a name for the results"),
     Option("start", ("start",), as_time, "start offset, e.g. \"1s\""),
     Option("send_cost", ("send_cost",), as_time, "CPU time per segment sent, e.g. \"2us\""),
@@ -86,7 +87,7 @@ class _NetperfTcp(Workload):
     test = ""
 
     def __init__(self, *, length: float | None = None, local_buffer: int | None = None,
-                 remote_buffer: int | None = None, nodelay: bool = False, cc: str = "cubic",
+                 remote_buffer: int | None = None, nodelay: bool = False, cc: str | None = None,
                  name: str | None = None, start: float = 0.0, send_cost: float | None = None,
                  recv_cost: float | None = None, call_cost: float | None = None,
                  port: int = NETPERF_DATA_PORT, mtu: int | None = None,
