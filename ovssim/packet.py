@@ -47,7 +47,7 @@ class Packet:
     __slots__ = ("flow", "size", "payload", "seq", "vlan", "priority", "tos",
                  "created", "t", "stamps", "kind", "ack", "flags", "sack",
                  "ts_val", "ts_ecr", "rwnd", "ecn", "queue_id", "src_mac",
-                 "dst_mac", "in_port", "meta", "enqueued_at")
+                 "dst_mac", "in_port", "meta", "enqueued_at", "tstamp")
 
     # Every argument may be given by position (in this order): a keyword call costs
     # noticeably more, and the traffic sources build one Packet per datagram.
@@ -78,6 +78,7 @@ class Packet:
         self.in_port = None
         self.meta = None
         self.enqueued_at = 0.0
+        self.tstamp = 0.0     # skb->tstamp: earliest departure (EDT) a paced TCP sets for fq; 0 = now
 
     def stamp(self, stage: str, t: float) -> None:
         """Record the time this packet reached ``stage``."""

@@ -24,6 +24,7 @@ KINDS: dict[str, str] = {
     "htb": "htb:Htb",
     "hfsc": "hfsc:Hfsc",
     "noop": "noop:Noop",
+    "fq": "fq:Fq",
 }
 ALIASES: dict[str, str] = {"fifo": "pfifo", "fq-codel": "fq_codel", "fqcodel": "fq_codel",
                            "pfifo-fast": "pfifo_fast", "default": "pfifo_fast"}

@@ -86,6 +86,7 @@ class TcpSender:
         # pacing (tcp_update_skb_after_send, tcp_pacing_check): sk_pacing_rate in bytes/s; 0 = not paced
         self.pacing_rate = 0.0
         self.pacing = False           # sk_pacing_status != SK_PACING_NONE (BBR asks for it)
+        self.pacing_fq = False        # SK_PACING_FQ: an fq qdisc on this host holds packets to their tstamp
         self._wstamp = 0.0            # tp->tcp_wstamp_ns: earliest departure of the next segment
         self._pace_at = INF           # a pending pacing-timer push
         self.cwnd = init_cwnd
@@ -231,12 +232,20 @@ class TcpSender:
                         call_at(self.env, free, self._rtc_resume)
                     break
             if self.pacing and self._wstamp > now and self.data_segs_out >= 10:
-                # tcp_pacing_check: the pacing timer sends the next one at its departure time
-                self.cwnd_limited = False
-                if self._wstamp < self._pace_at:
-                    self._pace_at = self._wstamp
-                    call_at(self.env, self._wstamp, self._pace_resume)
-                break
+                # tcp_pacing_check: the pacing timer sends the next one at its departure time.
+                # Under fq the segment goes to the qdisc with its timestamp, but TCP Small Queues
+                # keeps only max(2 skbs, sk_pacing_rate >> 10) = ~1 ms of it there
+                # (tcp_small_queue_check): the socket hands over at most that far ahead.
+                wake = self._wstamp
+                if self.pacing_fq:
+                    lead = 2 * mss / self.pacing_rate
+                    wake -= lead if lead > 1 / 1024 else 1 / 1024
+                if wake > now:
+                    self.cwnd_limited = False
+                    if wake < self._pace_at:
+                        self._pace_at = wake
+                        call_at(self.env, wake, self._pace_resume)
+                    break
             if self.lost_out > self.retrans_out and self._retransmit_next(now):
                 continue
             seq = self.snd_nxt
@@ -270,6 +279,14 @@ class TcpSender:
             self.max_packets_out = po
         if po and self._rto_at == INF:
             self._arm_rto(now + self.rtt.backed_off(self.backoff))
+
+    def _update_pacing_rate(self) -> None:
+        """``tcp_update_pacing_rate``: 200 % of cwnd / srtt in slow start (cwnd < ssthresh / 2), else 120 %."""
+        srtt = self.rtt.srtt
+        if srtt > 0.0:
+            cwnd = max(self.cwnd, self.packets_out)
+            ratio = 2.0 if self.cwnd < self.ssthresh / 2 else 1.2
+            self.pacing_rate = ratio * cwnd * self.mss / srtt
 
     def _pace_resume(self, _=None) -> None:
         if self.env._now >= self._pace_at:
@@ -309,7 +326,9 @@ class TcpSender:
             prior = self._wstamp
             if prior < now:
                 self._wstamp = now
-            len_t = n / self.pacing_rate
+            if self.data_segs_out > 10:
+                pkt.tstamp = self._wstamp        # skb->tstamp (EDT): fq holds it until then
+            len_t = n / self.pacing_rate if self.data_segs_out >= 10 else 0.0
             credit = self._wstamp - prior
             self._wstamp += len_t - (len_t / 2 if credit > len_t / 2 else credit)
         if self._cc_sent is not None:
@@ -472,11 +491,15 @@ class TcpSender:
                     self.cc.cong_avoid(acked, now)
                 if self._cc_main is not None:
                     self._cc_main(acked, delivered, now)
+                elif self.pacing_fq:
+                    self._update_pacing_rate()
                 self.push()
                 return
         self._congestion_control(acked, delivered, ack > prior_una, now)
         if self._cc_main is not None:
             self._cc_main(acked, delivered, now)
+        elif self.pacing_fq:
+            self._update_pacing_rate()
         self.push()
 
     def _congestion_control(self, acked: int, delivered: int, advanced: bool, now: float) -> None:

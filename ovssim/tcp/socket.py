@@ -66,6 +66,10 @@ class TcpSocket:
                                 app_cost=send_cost, call_cost=call_cost, cpu=cpu,
                                 keep_samples=keep_samples)
         self.sender.sndbuf_auto = snd_auto
+        if getattr(endpoint, "fq_pacing", False):
+            # an fq qdisc on this host's device paces every TCP socket by EDT (SK_PACING_FQ):
+            # TCP stamps departure times instead of holding packets itself
+            self.sender.pacing = self.sender.pacing_fq = True
         self.peer: TcpSocket | None = None
 
     # -- wiring -----------------------------------------------------------------------

@@ -133,3 +133,46 @@ def test_tso_goal_is_a_full_gso_skb_on_a_short_path():
     # tcp_tso_autosize with tcp_tso_rtt_log = 9: min RTT under 512 us adds a whole 64 KB
     assert tso_autosize(5e6, 50e-6, 1448, 2) == 45
     assert tso_autosize(5e6, 0.020, 1448, 2) == 3           # 5 MB/s >> 10 = 4.9 kB
+
+
+@pytest.mark.parametrize("rate_bps", [10e6, 37e6])
+def test_with_fq_the_qdisc_paces_by_the_senders_timestamps(rate_bps):
+    # fq on the sender's own device (SK_PACING_FQ): TCP stamps each segment's departure time
+    # and hands it over at once; fq releases it at that time -- the same spacing as internal pacing
+    import simpy
+    from ovssim.path.endpoint import Endpoint
+    from ovssim.path.port import EgressPort
+
+    env = simpy.Environment()
+    a, b = Endpoint(env, "a"), Endpoint(env, "b")
+    a.fq_pacing = True
+    fwd = EgressPort(env, 1e9, {"kind": "fq"}, out=b, prop_delay=0.010, name="fwd")
+    rev = EgressPort(env, 1e9, {"kind": "pfifo", "limit": 1000}, out=a, prop_delay=0.010, name="rev")
+    a.out, b.out = fwd, rev
+    c, _ = connect(env, a, b, 5001, cc=FixedRate(rate_bps / 8), sndbuf=10_000_000, rcvbuf=10_000_000)
+    arrivals = []
+    orig = b.put
+
+    def put(pkt):
+        if pkt.payload:
+            arrivals.append((max(pkt.t, env.now), pkt.payload))
+        orig(pkt)
+    b.put = put
+    c.bulk(2.0)
+    env.run(until=2.0)
+    assert c.sender.pacing_fq
+    assert fwd.qdisc.throttled_count > 100
+    t = np.asarray([x[0] for x in arrivals])
+    n = np.asarray([x[1] for x in arrivals])
+    assert np.diff(t[10:]) == pytest.approx(n[10:-1] / (rate_bps / 8), rel=1e-6)
+
+
+def test_cubic_behind_fq_is_paced_at_120_percent_of_cwnd_over_srtt(make_path):
+    p = make_path(rate=100e6, delay=0.010)
+    p.a.fq_pacing = True
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="cubic")
+    c.bulk(3.0)
+    p.env.run(until=3.0)
+    s = c.sender
+    ratio = 2.0 if s.cwnd < s.ssthresh / 2 else 1.2
+    assert s.pacing_rate == pytest.approx(ratio * max(s.cwnd, s.packets_out) * s.mss / s.rtt.srtt, rel=1e-9)
