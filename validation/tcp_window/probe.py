@@ -31,11 +31,24 @@ def ns(n: str, cmd: str, check=True) -> str:
     return sh(f"ip netns exec {n} {cmd}", check)
 
 
-def setup(shaper: str, rate: str, sysctls: dict[str, str], limit: int | None, gso: bool, router: bool):
-    """Sender A -- veth -- B; with ``router`` A -- R -- B, the shaper on R's port towards B."""
+def setup(shaper: str, rate: str, sysctls: dict[str, str], limit: int | None, gso: bool, router: bool,
+          bridge: bool = False):
+    """Sender A -- veth -- B; with ``router`` A -- R -- B, the shaper on R's port towards B;
+    with ``bridge`` A -- (Linux bridge in R) -- B, the shaper on the bridge port towards B
+    (ovssim's ``local_netns`` scenario with a Linux bridge and a qdisc on ns2's VIF port)."""
     teardown()
     sh(f"ip netns add {A}; ip netns add {B}")
-    if router:
+    if bridge:
+        sh(f"ip netns add {R}")
+        sh(f"ip link add va type veth peer name ra; ip link set va netns {A}; ip link set ra netns {R}")
+        sh(f"ip link add va2 type veth peer name vb; ip link set va2 netns {R}; ip link set vb netns {B}")
+        ns(R, "ip link add br0 type bridge"); ns(R, "ip link set ra master br0"); ns(R, "ip link set va2 master br0")
+        for d in ("ra", "va2", "br0"):
+            ns(R, f"ip link set {d} up")
+        ns(A, f"ip addr add {IP_A}/24 dev va"); ns(B, f"ip addr add {IP_B}/24 dev vb")
+        for n, d in ((A, "va"), (B, "vb")):
+            ns(n, f"ip link set {d} up"); ns(n, "ip link set lo up")
+    elif router:
         sh(f"ip netns add {R}")
         sh(f"ip link add va type veth peer name ra; ip link set va netns {A}; ip link set ra netns {R}")
         sh(f"ip link add va2 type veth peer name vb; ip link set va2 netns {R}; ip link set vb netns {B}")
@@ -52,7 +65,7 @@ def setup(shaper: str, rate: str, sysctls: dict[str, str], limit: int | None, gs
             ns(n, f"ip link set {d} up"); ns(n, "ip link set lo up")
     if not gso:
         ns(A, "ethtool -K va tso off gso off")
-    shaped, dev = (R, "va2") if router else (A, "va")
+    shaped, dev = (R, "va2") if (router or bridge) else (A, "va")
     global SHAPED
     SHAPED = (shaped, dev)
     for n in (A, B):
@@ -115,7 +128,7 @@ def sampler(stop, records, period=0.05):
 
 def run(args) -> dict:
     sysctls = dict(kv.split("=", 1) for kv in args.sysctl)
-    setup(args.shaper, args.rate, sysctls, args.limit, not args.no_gso, args.router)
+    setup(args.shaper, args.rate, sysctls, args.limit, not args.no_gso, args.router, args.bridge)
     try:
         srv = subprocess.Popen(f"ip netns exec {B} iperf3 -s -1", shell=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -182,12 +195,15 @@ if __name__ == "__main__":
     p.add_argument("--sysctl", action="append", default=[], help="net.ipv4.x=value in both namespaces")
     p.add_argument("--no-gso", action="store_true", help="ethtool -K va tso off gso off on the sender")
     p.add_argument("--router", action="store_true", help="shaper on a router namespace's port, not the sender's")
+    p.add_argument("--bridge", action="store_true", help="a Linux bridge in a third namespace; shaper on its port to B")
     p.add_argument("--tag", default="")
     p.add_argument("--out", default=str(Path(__file__).resolve().parents[2] / "data/local/tcp_window"))
     args = p.parse_args()
     res = run(args)
     s = summary(res)
-    name = f"{args.shaper}_{args.rate}_P{args.flows}_{args.cc}{('_' + args.tag) if args.tag else ''}_{int(time.time())}"
+    where = "bridge" if args.bridge else "router" if args.router else "sender"
+    name = (f"{where}_{args.shaper}_{args.rate}_P{args.flows}_{args.cc}{('_' + args.tag) if args.tag else ''}"
+            f"_{int(time.time())}")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     res["summary"] = s
     Path(args.out, name + ".json").write_text(json.dumps(res))
