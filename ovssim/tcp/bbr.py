@@ -15,11 +15,12 @@ BBR models the path by two windowed filters and sets a pacing rate and a cwnd fr
   for max(200 ms, one round), then back.
 * Pacing rate = gain x BtlBw x (1 - 1 %) (``bbr_pacing_margin_percent``), only ever raised
   before the pipe is full; initially 2.885 x cwnd / srtt (``bbr_init_pacing_rate_from_rtt``).
-* cwnd = cwnd_gain x BDP + 3 x the TSO goal (``bbr_quantization_budget``; the goal is
-  ``tcp_tso_autosize``: on a path whose min RTT is under 512 us it is a full 64 KB GSO
-  skb, 45 segments -- why Linux's BBR keeps ~2 x BDP + 135 segments in flight on a veth),
-  rounded up to even, +2 in the 5/4 phase; grown by the ACKed segments towards it; after a
-  loss packet conservation for one round (``bbr_set_cwnd_to_recover_or_restore``).
+* cwnd = cwnd_gain x BDP + 3 x the TSO goal (``bbr_quantization_budget``; the goal,
+  ``bbr_tso_segs_goal``, is ~1 ms at the pacing rate in segments, at least 2 (1 below
+  1.2 Mbit/s), at most 127 -- "sort of tcp_tso_autosize() but ignoring" the min-RTT term
+  and the device's GSO size), rounded up to even, +2 in the 5/4 phase; grown by the ACKed
+  segments towards it; after a loss packet conservation for one round
+  (``bbr_set_cwnd_to_recover_or_restore``).
   ``sndbuf_expand`` = 3 (``bbr_sndbuf_expand``).
 
 Not modelled: the long-term (policer) bandwidth ``lt_bw``, the ACK-aggregation extra cwnd
@@ -49,6 +50,8 @@ FULL_BW_CNT = 3
 PACING_MARGIN = 0.01
 # tcp_tso_autosize: gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log) added to 1 ms of pacing
 GSO_MAX_SIZE = 65536
+GSO_LEGACY_MAX_SIZE = 65536
+MAX_TCP_HEADER = 320
 TSO_RTT_LOG = 9
 MIN_TSO_RATE = 1.2e6 / 8         # bbr_min_tso_rate: below 1.2 Mbit/s one segment per skb
 
@@ -217,9 +220,11 @@ class Bbr(CongestionControl):
         return math.ceil(bw * self.min_rtt * gain)
 
     def tso_segs_goal(self) -> int:
+        """``bbr_tso_segs_goal``: ~1 ms of the pacing rate (pacing_shift 10), no min-RTT term."""
         s = self.s
         min_segs = 1 if s.pacing_rate < MIN_TSO_RATE else 2
-        return min(tso_autosize(s.pacing_rate, self.min_rtt, s.mss, min_segs), 0x7F)
+        nbytes = min(s.pacing_rate / 1024, GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER)
+        return min(max(int(nbytes // s.mss), min_segs), 0x7F)
 
     def inflight(self, bw: float, gain: float) -> int:
         """``bbr_inflight``: the BDP at this gain plus the quantization budget."""

@@ -135,6 +135,17 @@ def test_tso_goal_is_a_full_gso_skb_on_a_short_path():
     assert tso_autosize(5e6, 0.020, 1448, 2) == 3           # 5 MB/s >> 10 = 4.9 kB
 
 
+def test_bbr_quantization_budget_uses_one_ms_of_its_pacing_rate(make_path):
+    # bbr_tso_segs_goal ignores the min-RTT term: 3 x max(2, rate/1024/mss) segments over the BDP
+    p = make_path(rate=20e6, delay=0.00002, limit=10000)
+    (c, _), = bulk_bbr(p, 4.0)
+    p.env.run(until=4.0)
+    b = c.sender.cc
+    assert b.tso_segs_goal() == max(2, int(c.sender.pacing_rate / 1024 // 1448))
+    goal = b.inflight(b.bw, 1.0) - b.bdp(b.bw, 1.0)
+    assert goal <= 3 * b.tso_segs_goal() + 1 + (2 if b.cycle_idx == 0 else 0)
+
+
 @pytest.mark.parametrize("rate_bps", [10e6, 37e6])
 def test_with_fq_the_qdisc_paces_by_the_senders_timestamps(rate_bps):
     # fq on the sender's own device (SK_PACING_FQ): TCP stamps each segment's departure time
