@@ -98,3 +98,29 @@ def test_the_host_default_congestion_control_is_followed(make_path):
     p.a.tcp_sysctls = TcpSysctls(congestion_control="reno")
     c, _ = connect(p.env, p.a, p.b, 5001)
     assert c.sender.cc.name in ("reno", "newreno")
+
+
+def test_a_vm_sysctl_table_sets_the_default_congestion_control_tools_follow():
+    import copy
+    from pathlib import Path
+
+    import numpy as np
+    import simpy
+
+    from ovssim.profile import Profile
+    from ovssim.scenario import load_scenario
+    from ovssim.topology import build
+
+    sc = Path(__file__).resolve().parents[2] / "validation" / "scenarios" / "local_netns.toml"
+    d = copy.deepcopy({k: v for k, v in load_scenario(sc).data.items() if not k.startswith("_")})
+    for vm in d["vm"]:
+        if vm["name"] == "ns1":
+            vm["sysctl"] = {"net.ipv4.tcp_congestion_control": "bbr", "net.ipv4.tcp_wmem": "4096 16384 1048576"}
+    s = load_scenario(d)
+    env = simpy.Environment()
+    topo = build(env, s, Profile.load(s.profile, relative_to=s.base_dir),
+                 lambda name: np.random.default_rng(0))
+    ns1, ns2 = topo.endpoints["ns1"], topo.endpoints["ns2"]
+    c, srv = connect(env, ns1, ns2, 5001)              # no -C: the host's default
+    assert c.sender.cc.name == "bbr" and srv.sender.cc.name == "cubic"
+    assert c.sender.sndbuf_auto.wmem[2] == 1048576
