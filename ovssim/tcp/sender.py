@@ -38,7 +38,14 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   a new segment waits until the flow's core is free; a CPU-bound sender keeps
   its excess in the socket, not in a per-CPU backlog.
 
-Not modelled: the three-way handshake and FIN, TSO/GSO, pacing, RACK-TLP
+* Pacing (``tcp_update_skb_after_send``, ``tcp_pacing_check``) when the congestion control
+  asks for it (BBR) or an fq qdisc on the host paces the socket (``pacing_fq``, SK_PACING_FQ):
+  each segment's earliest departure is the previous one's plus its length at
+  ``pacing_rate``; without fq the socket holds segments until then, with fq it stamps them
+  (``Packet.tstamp``) and hands them over up to ~1 ms ahead.  The first 10 segments leave
+  unpaced.  Send-buffer growth (``sndbuf_auto``, see buffers.py).
+
+Not modelled: the three-way handshake and FIN, TSO/GSO and TCP Small Queues, RACK-TLP
 (Linux's default loss detection since 4.18: time-based, with a reordering
 window of min_rtt/4), F-RTO and undo after a timeout, D-SACK, the persist
 timer, slow start after idle.
