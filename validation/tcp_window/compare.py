@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import copy
 import glob
+import gzip
 import json
 from pathlib import Path
 
@@ -56,11 +57,12 @@ def main():
     ap.add_argument("--match", default="bridge_")
     a = ap.parse_args()
     rows = []
-    for f in sorted(glob.glob(str(ROOT / "data/local/tcp_window" / f"{a.match}*.json"))):
-        r = json.loads(Path(f).read_text())
+    for f in sorted(glob.glob(str(ROOT / "data/local/tcp_window" / f"{a.match}*.json.gz"))):
+        with gzip.open(f, "rt") as fh:
+            r = json.load(fh)
         real = r["summary"]
         sim = simulate(r["args"], a.reps)
-        rows.append((Path(f).stem.rsplit("_", 1)[0], real, sim))
+        rows.append((Path(f).name.rsplit("_", 1)[0], real, sim))
         err = lambda k: 100 * (sim[k] - real[k]) / real[k]
         print(f"{rows[-1][0]:40s} real {real['ping_mean_ms']:7.1f}/{real['ping_max_ms']:7.1f} ms {real['mbps']:6.2f} Mbit/s"
               f" | ovssim {sim['ping_mean_ms']:7.1f}/{sim['ping_max_ms']:7.1f} ms {sim['mbps']:6.2f}"

@@ -3,13 +3,14 @@
 Two namespaces over a veth this script creates; a shaper (HTB or TBF) on the
 sender's veth; ``iperf3 -C CC -P N`` with ``ping -i 0.05`` beside it; ``ss -tin``
 sampled every 50 ms on both ends and ``tc -s qdisc`` backlog on the shaper.
-Writes one JSON file of raw samples per run under data/local/tcp_window/.
+Writes one gzipped JSON file of raw samples per run under data/local/tcp_window/.
 
     sudo .venv/bin/python validation/tcp_window/probe.py --rate 20mbit --flows 2 --cc cubic
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import statistics
@@ -206,5 +207,6 @@ if __name__ == "__main__":
             f"_{int(time.time())}")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     res["summary"] = s
-    Path(args.out, name + ".json").write_text(json.dumps(res))
+    with gzip.open(Path(args.out, name + ".json.gz"), "wt") as fh:
+        json.dump(res, fh)
     print(name, json.dumps(s))
