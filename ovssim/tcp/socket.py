@@ -126,7 +126,7 @@ class TcpSocket:
                 "rb": auto.sk_rcvbuf if auto is not None else r.rcvbuf,
                 "rcv_space": auto.space if auto is not None else r.rcvbuf,
                 "rcv_ssthresh": auto.rcv_ssthresh if auto is not None else r.rcvbuf,
-                "rcv_wnd": r.window()}
+                "rcv_wnd": r._right_edge - r.rcv_nxt}      # the last advertised window (tp->rcv_wnd), no side effect
 
     def sample_windows(self, interval: float, until: float) -> list[dict]:
         """``ss -tinm`` every ``interval`` s until ``until``: the returned list fills as the run goes."""

@@ -100,6 +100,7 @@ class IperfTcp(Workload):
         self.meters: list[GoodputMeter] = []
         self.t0 = self.t1 = 0.0
         self.retx_omitted = 0
+        self.windows: list[tuple[list, list]] = []     # per stream: (sender rows, receiver rows) of ss_info
 
     @classmethod
     def from_spec(cls, table: dict) -> "IperfTcp":
@@ -131,6 +132,9 @@ class IperfTcp(Workload):
             call_at(env, at, lambda _, c=c: c.bulk(self.t1, self.length))
             if self.cwnd_interval:
                 call_at(env, self.t0, lambda _, c=c: c.sample_cwnd(self.cwnd_interval, self.t1))
+                # ss -ti of both ends over time: the sender's in-flight and send buffer, the receiver's window
+                call_at(env, self.t0, lambda _, c=c, s=s: self.windows.append(
+                    (c.sample_windows(self.cwnd_interval, self.t1), s.sample_windows(self.cwnd_interval, self.t1))))
         self.retx_omitted = 0       # retransmissions during -O, left out as iperf3 leaves them out
         if self.omit > 0:
             call_at(env, measured_from, self._end_omit)
@@ -147,6 +151,9 @@ class IperfTcp(Workload):
                Metric("throughput_max", float(max(per)), "Mbit/s")]
         if len(per) > 1:
             out.append(Metric("fairness", jain_index(per), "Jain index"))
+        # iperf3's max_snd_cwnd (bytes), the largest over the streams
+        out.append(Metric("max_snd_cwnd", float(max(max((c for _, c, _ in s.cwnd_log), default=s.cwnd) * s.mss
+                                                    for s in senders)), "bytes"))
         for k, v in rtt_summary(senders, self.t0 + self.omit).items():
             out.append(Metric(k.replace("rtt_", "tcp_rtt_"), v, "ms"))
         return out
@@ -154,4 +161,9 @@ class IperfTcp(Workload):
     def samples(self) -> dict[str, np.ndarray]:
         return {"tcp_rtt": rtt_array_ms([c.sender for c, _ in self.streams]),
                 "cwnd": cwnd_array([c.sender for c, _ in self.streams], self.t0),
-                "stream_throughput": np.asarray([m.mbit_per_s() for m in self.meters])}
+                "stream_throughput": np.asarray([m.mbit_per_s() for m in self.meters]),
+                # sampled every cwnd_interval, all streams: bytes in flight, the receiver's advertised
+                # window, sk_sndbuf and sk_rcvbuf (ss -ti's bytes_in_flight, rcv_wnd, tb, rb)
+                **{name: np.asarray([r[key] for snd, rcv in self.windows for r in (snd if side == 0 else rcv)])
+                   for name, key, side in (("in_flight", "bytes_in_flight", 0), ("rwnd", "rcv_wnd", 1),
+                                           ("sndbuf", "tb", 0), ("rcvbuf", "rb", 1))}}

@@ -124,3 +124,19 @@ def test_a_vm_sysctl_table_sets_the_default_congestion_control_tools_follow():
     c, srv = connect(env, ns1, ns2, 5001)              # no -C: the host's default
     assert c.sender.cc.name == "bbr" and srv.sender.cc.name == "cubic"
     assert c.sender.sndbuf_auto.wmem[2] == 1048576
+
+
+def test_iperf3_results_show_the_windows_over_time(make_path):
+    from ovssim.workloads.registry import make_workload
+    p = make_path(rate=50e6, delay=0.005)
+    w = make_workload({"tool": "iperf3", "proto": "tcp", "P": 2, "t": "2s", "C": "cubic"})
+    w.start(p.ctx(2.0))
+    p.env.run(until=2.5)
+    smp = w.samples()
+    m = {x.name: x.value for x in w.metrics()}
+    for key in ("in_flight", "rwnd", "sndbuf", "rcvbuf"):
+        assert smp[key].size >= 2 * 150            # every 10 ms, two streams
+    # buffers only grow, the sender never has more in flight than its buffer holds
+    assert smp["sndbuf"].max() > smp["sndbuf"][0]
+    assert smp["in_flight"].max() <= max(c.sender.sndbuf for c, _ in w.streams)
+    assert m["max_snd_cwnd"] == max(max(c for _, c, _ in c.sender.cwnd_log) * c.sender.mss for c, _ in w.streams)

@@ -55,6 +55,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--match", default="bridge_")
+    ap.add_argument("--markdown", help="also write the rows as a markdown table to this file")
     a = ap.parse_args()
     rows = []
     for f in sorted(glob.glob(str(ROOT / "data/local/tcp_window" / f"{a.match}*.json.gz"))):
@@ -68,6 +69,15 @@ def main():
               f" | ovssim {sim['ping_mean_ms']:7.1f}/{sim['ping_max_ms']:7.1f} ms {sim['mbps']:6.2f}"
               f" | err mean {err('ping_mean_ms'):+6.1f} % max {err('ping_max_ms'):+6.1f} % thr {err('mbps'):+5.1f} %",
               flush=True)
+    if a.markdown:
+        lines = ["| run | real ping mean / max (ms) | ovssim mean / max (ms) | error mean / max | Mbit/s real / ovssim |",
+                 "|---|---|---|---|---|"]
+        for name, real, sim in rows:
+            e = [100 * (sim[k] - real[k]) / real[k] for k in ("ping_mean_ms", "ping_max_ms")]
+            lines.append(f"| {name} | {real['ping_mean_ms']:.1f} / {real['ping_max_ms']:.1f} | "
+                         f"{sim['ping_mean_ms']:.1f} / {sim['ping_max_ms']:.1f} | {e[0]:+.1f} % / {e[1]:+.1f} % | "
+                         f"{real['mbps']:.2f} / {sim['mbps']:.2f} |")
+        Path(a.markdown).write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
