@@ -187,3 +187,33 @@ def test_cubic_behind_fq_is_paced_at_120_percent_of_cwnd_over_srtt(make_path):
     s = c.sender
     ratio = 2.0 if s.cwnd < s.ssthresh / 2 else 1.2
     assert s.pacing_rate == pytest.approx(ratio * max(s.cwnd, s.packets_out) * s.mss / s.rtt.srtt, rel=1e-9)
+
+
+def test_bbr_keeps_the_link_busy_under_random_loss_where_cubic_does_not(make_path):
+    # BBR v1 does not take packet loss as a congestion signal (its model is bandwidth and RTT):
+    # 1 % random loss barely dents it, while CUBIC's window collapses
+    def goodput(cc):
+        p = make_path(rate=100e6, delay=0.010, loss_p=0.01, seed=4)
+        c, s = connect(p.env, p.a, p.b, 5001, cc=cc)
+        c.bulk(6.0)
+        got = []
+        s.receiver.on_deliver = lambda n, now: got.append(n) if now > 2.0 else None
+        p.env.run(until=6.0)
+        return sum(got) * 8 / 4.0 / 1e6, c.sender
+    bbr, sb = goodput("bbr")
+    cubic, _ = goodput("cubic")
+    assert sb.retransmits > 100 and sb.fast_recoveries > 10      # the loss recovery ran
+    assert bbr > 0.85 * 100 * 1448 / 1538
+    assert cubic < 0.5 * bbr
+
+
+def test_request_response_tools_run_over_bbr(make_path):
+    from ovssim.workloads.registry import make_workload
+    for table in ({"tool": "netperf", "test": "TCP_RR", "K": "bbr"},
+                  {"tool": "sockperf", "mode": "under-load", "proto": "tcp", "mps": 2000, "C": "bbr"}):
+        p = make_path(rate=100e6, delay=0.002)
+        w = make_workload(table)
+        w.start(p.ctx(1.0))
+        p.env.run(until=1.5)
+        m = {x.name: x.value for x in w.metrics()}
+        assert m["transactions"] > 0
