@@ -290,6 +290,7 @@ class Bbr(CongestionControl):
             self.min_rtt_stamp = now
         if expired and self.mode != PROBE_RTT and self.min_rtt < math.inf:
             self.mode = PROBE_RTT
+            self.pacing_gain = self.cwnd_gain = 1.0      # bbr_update_gains for PROBE_RTT
             self.probe_rtts += 1
             self._save_cwnd()
             self.probe_rtt_done_stamp = 0.0

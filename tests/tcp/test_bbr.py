@@ -69,17 +69,17 @@ def test_probe_rtt_happens_every_10_seconds(make_path):
 
     def watch():
         while True:
-            modes.append((p.env.now, c.sender.cc.mode, c.sender.cwnd))
+            modes.append((p.env.now, c.sender.cc.mode, c.sender.cwnd, c.sender.cc.pacing_gain))
             yield p.env.timeout(0.005)
     p.env.process(watch())
     p.env.run(until=31.0)
-    entries = [t for (t, m, _), (_, m0, _) in zip(modes[1:], modes) if m == PROBE_RTT and m0 != PROBE_RTT]
+    entries = [t for (t, m, _, _), (_, m0, _, _) in zip(modes[1:], modes) if m == PROBE_RTT and m0 != PROBE_RTT]
     assert len(entries) == 3
     gaps = np.diff([0.0] + entries)
     # the min-RTT estimate expires 10 s after it was last refreshed (the end of the previous
     # PROBE_RTT, which lasts >= 200 ms); at most one round trip late
     assert all(10.0 <= g <= 10.0 + 0.25 + 0.05 for g in gaps)
-    assert all(cw <= 4 for _, m, cw in modes if m == PROBE_RTT)
+    assert all(cw <= 4 and g == 1.0 for _, m, cw, g in modes if m == PROBE_RTT)   # cwnd 4, pacing gain 1
 
 
 class FixedRate(CongestionControl):
