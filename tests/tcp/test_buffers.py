@@ -140,3 +140,17 @@ def test_iperf3_results_show_the_windows_over_time(make_path):
     assert smp["sndbuf"].max() > smp["sndbuf"][0]
     assert smp["in_flight"].max() <= max(c.sender.sndbuf for c, _ in w.streams)
     assert m["max_snd_cwnd"] == max(max(c for _, c, _ in c.sender.cwnd_log) * c.sender.mss for c, _ in w.streams)
+
+
+def test_a_bad_vm_sysctl_names_the_vm_and_the_key():
+    import copy
+    from pathlib import Path
+
+    from ovssim.runner import run_scenario
+    from ovssim.scenario import load_scenario
+
+    sc = Path(__file__).resolve().parents[2] / "validation" / "scenarios" / "local_netns.toml"
+    d = copy.deepcopy({k: v for k, v in load_scenario(sc).data.items() if not k.startswith("_")})
+    d["vm"][0]["sysctl"] = {"net.ipv4.tcp_wmem": "4096 16384"}
+    with pytest.raises(ConfigError, match=r"vm\.ns1\.sysctl\.net\.ipv4\.tcp_wmem"):
+        run_scenario(d, reps=1)
