@@ -59,7 +59,7 @@ class Packet:
                  "created", "t", "stamps", "kind", "ack", "flags", "sack",
                  "ts_val", "ts_ecr", "rwnd", "ecn", "queue_id", "src_mac",
                  "dst_mac", "in_port", "meta", "enqueued_at", "gso_size", "gso_segs",
-                 "first_at", "owner", "wmem")
+                 "first_at", "owner", "wmem", "tstamp")
 
     # Every argument may be given by position (in this order): a keyword call costs
     # noticeably more, and the traffic sources build one Packet per datagram.
@@ -95,6 +95,7 @@ class Packet:
         self.first_at = None  # a wire train: when its first frame had fully arrived
         self.owner = None     # the TcpSender whose TSQ budget holds this skb
         self.wmem = 0         # the bytes (skb truesize) charged to that budget
+        self.tstamp = 0.0     # skb->tstamp: earliest departure (EDT) a paced TCP sets for fq; 0 = now
 
     def clone(self) -> "Packet":
         """A shallow copy (``skb_clone``/``skb_copy`` of the headers): every field, shared values."""

@@ -61,6 +61,8 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "mtu": "Guest interface MTU, 68..9216 (TCP's MSS follows it).",
         "features": "Offloads of the guest's interface by their `ethtool -K` names, e.g. "
                     "`{ tso = false, gro = true }` (default: what Linux sets for the VIF kind).",
+        "sysctl": "The guest kernel's TCP settings, e.g. `{ \"net.ipv4.tcp_congestion_control\" = \"bbr\", "
+                  "\"net.ipv4.tcp_wmem\" = \"4096 16384 4194304\" }` (default: this Linux's).",
     },
     "nic": {
         "name": "NIC name.",

@@ -22,6 +22,8 @@ from .path.nic import Nic
 from .path.port import EgressPort
 from .path.switch import PhysicalSwitch
 from .path.vif import INLINE_KINDS, VifBackend, VifLatency
+from .errors import ConfigError
+from .tcp.buffers import TcpSysctls
 from .packet import FlowKey, Packet
 from .profile import Profile
 from .sched import call_at
@@ -163,6 +165,12 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                       inline_tx=kind in INLINE_KINDS,      # run to completion: no backend thread
                       features=features, tsq=kind not in INLINE_KINDS)
         ep.vif_kind = kind
+        if v.get("sysctl"):
+            # the guest kernel's net.ipv4.tcp_* (default cc, tcp_rmem/tcp_wmem): ovssim/tcp/buffers.py
+            try:
+                ep.tcp_sysctls = TcpSysctls.from_mapping(v["sysctl"])
+            except ConfigError as e:
+                raise ConfigError(e.problem, file=sc.file, key=f"vm.{v['name']}.{e.key}", fix=e.fix) from None
         br = topo.bridges[v["bridge"]]
         vd = f"vif.{kind}"
         tx = VifBackend(env, kind, host_cpu,

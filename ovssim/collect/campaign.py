@@ -523,10 +523,22 @@ def machine_metadata() -> dict:
         cc = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().strip()
     except OSError:
         pass
+    # the per-namespace sysctls that size TCP windows (read by ovssim/tcp/buffers.py TcpSysctls)
+    sysctls = {}
+    for name in TCP_SYSCTLS:
+        try:
+            sysctls[name] = " ".join(Path("/proc/sys/" + name.replace(".", "/")).read_text().split())
+        except OSError:
+            pass
     return {"kernel": platform.release(), "machine": platform.machine(), "cpu_model": cpu_model,
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "tool_versions": versions, "tcp_available_congestion_control": cc,
+            "tool_versions": versions, "tcp_available_congestion_control": cc, "tcp_sysctls": sysctls,
             "openvswitch_kernel_module": Path("/sys/module/openvswitch").exists()}
+
+
+TCP_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+               "net.ipv4.tcp_moderate_rcvbuf", "net.ipv4.tcp_limit_output_bytes", "net.ipv4.tcp_autocorking",
+               "net.ipv4.tcp_notsent_lowat", "net.core.default_qdisc")
 
 
 # -- running ---------------------------------------------------------------------------------

@@ -106,3 +106,11 @@ OVS_FQ_CODEL_LIMIT = 10240
 OVS_FQ_CODEL_INTERVAL = 1.0
 OVS_FQ_CODEL_FLOWS = 1024
 OVS_FQ_CODEL_QUANTUM = 1514
+
+# -- FQ (net/sched/sch_fq.c: fq_init) ---------------------------------------------
+FQ_LIMIT = 10000              # q->limit: packets in the qdisc
+FQ_FLOW_LIMIT = 100           # q->flow_plimit: packets per flow
+FQ_REFILL_DELAY = 0.040       # q->flow_refill_delay = msecs_to_jiffies(40)
+FQ_HORIZON = 10.0             # q->horizon = 10 * NSEC_PER_SEC; horizon_drop = 1
+FQ_LOW_RATE_THRESHOLD = 550e3  # q->low_rate_threshold = 550000 / 8 bytes/s
+# quantum = 2 * psched_mtu(dev), initial_quantum = 10 * psched_mtu(dev); maxrate unlimited.

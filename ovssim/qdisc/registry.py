@@ -24,6 +24,7 @@ KINDS: dict[str, str] = {
     "htb": "htb:Htb",
     "hfsc": "hfsc:Hfsc",
     "noop": "noop:Noop",
+    "fq": "fq:Fq",
 }
 # A classful qdisc built from a spec with no classes does nothing useful (net/sched/sch_htb.c sends every
 # packet through its direct queue unshaped; sch_hfsc.c drops what no class takes), so a spec must give classes.

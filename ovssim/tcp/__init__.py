@@ -1,10 +1,12 @@
-"""A TCP that behaves like Linux's: sender, receiver, CUBIC and NewReno.
+"""A TCP that behaves like Linux's: sender, receiver, buffer autotuning, CUBIC, BBR v1 and NewReno.
 
 ``connect(env, a, b, port)`` gives two established :class:`TcpSocket` ends on
 two :class:`~ovssim.path.endpoint.Endpoint` objects; ``sock.write(n)`` or
 ``sock.bulk(until)`` makes the application send.  See ``sender.py`` and
 ``receiver.py`` for what is modelled and what is not.
 """
+from .bbr import Bbr
+from .buffers import ReceiveBuffer, SendBuffer, TcpSysctls
 from .connection import TcpListener, connect
 from .congestion import CongestionControl, make_congestion_control
 from .cubic import Cubic
@@ -15,4 +17,5 @@ from .sender import TcpSender
 from .socket import TcpSocket
 
 __all__ = ["connect", "TcpListener", "TcpSocket", "TcpSender", "TcpReceiver", "RttEstimator",
-           "CongestionControl", "Cubic", "NewReno", "make_congestion_control"]
+           "CongestionControl", "Cubic", "NewReno", "Bbr", "make_congestion_control",
+           "TcpSysctls", "SendBuffer", "ReceiveBuffer"]

@@ -64,11 +64,12 @@ class CongestionControl:
             s.cwnd += delta
 
 
-ALGORITHMS = {"cubic": "cubic:Cubic", "newreno": "newreno:NewReno", "reno": "newreno:NewReno"}
+ALGORITHMS = {"cubic": "cubic:Cubic", "newreno": "newreno:NewReno", "reno": "newreno:NewReno",
+              "bbr": "bbr:Bbr"}
 
 
 def make_congestion_control(name: str | CongestionControl) -> CongestionControl:
-    """A fresh module from its Linux name (``cubic``, ``reno``/``newreno``)."""
+    """A fresh module from its Linux name (``cubic``, ``bbr``, ``reno``/``newreno``)."""
     if isinstance(name, CongestionControl):
         return name
     target = ALGORITHMS.get(str(name).lower())

@@ -28,12 +28,38 @@ DUPTHRESH = 3
 # Upper bound of the adaptive reordering threshold: sysctl tcp_max_reordering = 300.
 MAX_REORDERING = 300
 
-# Socket buffers when the application sets none: tcp_rmem = 4096 131072 6291456
-# and tcp_wmem = 4096 16384 4194304; autotuning grows the buffers up to the
-# maximum.  With tcp_adv_win_scale = 1 half of the buffer is available for
-# data, so a fully-tuned receiver advertises up to 3 MiB and a sender keeps
-# up to ~2 MiB of payload queued (approximation: the growth itself is not
-# modelled, the buffers start at their tuned maximum).
+# Socket buffers when the application sets none: the sysctls tcp_rmem and tcp_wmem
+# (min, default, max; bytes of skb truesize, not payload) as a current kernel sets
+# them (tcp_rmem[2] = 32 MiB since 6.16, net/ipv4/tcp.c tcp_init; tcp_wmem =
+# 4096 16384 4194304), and tcp_moderate_rcvbuf = 1.  ovssim/tcp/buffers.py grows
+# the buffers from the default towards the maximum as Linux's autotuning does.
+TCP_RMEM = (4096, 131072, 33554432)
+TCP_WMEM = (4096, 16384, 4194304)
+MODERATE_RCVBUF = True
+# TSQ's cap on a flow's bytes in its host's qdiscs/devices (sysctl tcp_limit_output_bytes,
+# 4 MiB since 6.7); the floor of two skbs (tcp_small_queue_check) binds first on a veth.
+LIMIT_OUTPUT_BYTES = 4194304
+# The host's default congestion control (net.ipv4.tcp_congestion_control): the
+# kernel's built-in default; a host may set another (this machine's is bbr).
+DEFAULT_CONGESTION_CONTROL = "cubic"
+# Receive window per byte of buffer: tp->scaling_ratio = skb->len / skb->truesize in
+# 1/256 units (tcp_measure_rcv_mss, 6.5+), TCP_DEFAULT_SCALING_RATIO = 128 until the
+# first data skb.  On a veth GRO hands TCP 64 KB skbs whose ratio is ~228/256: with
+# tcp_rmem[2] = 1 MB this host advertised at most 936064 B (data/local/tcp_window, router
+# runs), 0.893 of the buffer.
+DEFAULT_SCALING_RATIO = 128 / 256
+GRO_SCALING_RATIO = 228 / 256
+# Bytes of skb truesize per MSS that tcp_sndbuf_expand reserves: roundup_pow_of_two(mss +
+# MAX_TCP_HEADER + skb_shared_info) + sizeof(sk_buff) = 2048 + 256 for a 1448-byte MSS
+# (measured here: sk_sndbuf = 2 x cwnd x 2304, e.g. 1198080 at cwnd 260).
+SKB_STRUCT = 256
+# Payload share of the send buffer's truesize when the writer fills it with 64 KB skbs
+# (payload + sk_buff + skb_shared_info + header room ~ 1.6 kB per skb): 0.976; measured
+# here (router runs) unacked + notsent = 0.976 x sk_wmem_queued.
+SND_PAYLOAD_SHARE = 65160 / (65160 + 1600)
+
+# Kept for callers that size a buffer at its tuned maximum (window = half the truesize
+# with the old tcp_adv_win_scale = 1; payload share for the send side).
 AUTOTUNED_RCV_WINDOW = 6291456 // 2
 AUTOTUNED_SND_BYTES = 4194304 // 2
 

@@ -68,6 +68,7 @@ class TcpReceiver:
         self.ofo_segments = 0
         self.dup_segments = 0
         self.on_deliver = None      # callback(nbytes, now): the application reads
+        self.autotune = None        # buffers.ReceiveBuffer when the application set no SO_RCVBUF
         self._right_edge = self._compute_window()
         self._win = self._right_edge
         self._win_at = 0
@@ -122,6 +123,9 @@ class TcpReceiver:
             self.bytes_received += end - rcv_nxt
             if self.on_deliver is not None:
                 self.on_deliver(end - rcv_nxt, now)
+            if self.autotune is not None and self.autotune.on_data(end, end - rcv_nxt, pkt.ts_ecr, now):
+                self.rcvbuf = self.autotune.window()
+                self._win_at = -1           # the cached window is stale
         elif end <= rcv_nxt:
             # a retransmission of data already here: quick-ACK mode and an ACK now
             # (tcp_data_queue -> tcp_enter_quickack_mode, tcp_send_dupack)

@@ -45,7 +45,8 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   ``gso_max_size`` less ``MAX_TCP_HEADER + 1``, at least ``tcp_min_tso_segs`` --
   cut to the congestion window's quota and the peer's window as
   ``tcp_mss_split_point`` does.  The pacing rate is ``tcp_update_pacing_rate``'s
-  (200 % of cwnd/srtt in slow start, 120 % after); pacing itself is not.
+  (200 % of cwnd/srtt in slow start, 120 % after), updated on every ACK unless the
+  congestion control sets it itself (BBR).
   The scoreboard stays per segment (as after ``tcp_fragment``); retransmissions
   go one segment per skb.  ``gso_segs = 1`` (``gso = False``) sends MSS frames.
 * TCP Small Queues (``tcp_small_queue_check``): with ``tsq`` on, the bytes of
@@ -55,8 +56,14 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   The first element that frees or orphans the skb calls :meth:`tsq_free`.
 
   A part-sized skb is held back for the next ACK as ``tcp_tso_should_defer`` does.
+* Pacing (``tcp_update_skb_after_send``, ``tcp_pacing_check``) when the congestion control
+  asks for it (BBR) or an fq qdisc on the host paces the socket (``pacing_fq``, SK_PACING_FQ):
+  each segment's earliest departure is the previous one's plus its length at
+  ``pacing_rate``; without fq the socket holds segments until then, with fq it stamps them
+  (``Packet.tstamp``) and hands them over up to ~1 ms ahead.  The first 10 segments leave
+  unpaced.  Send-buffer growth (``sndbuf_auto``, see buffers.py).
 
-Not modelled: the three-way handshake and FIN, pacing, RACK-TLP
+Not modelled: the three-way handshake and FIN, RACK-TLP
 (Linux's default loss detection since 4.18: time-based, with a reordering
 window of min_rtt/4), F-RTO and undo after a timeout, D-SACK, the persist
 timer, slow start after idle.
@@ -106,11 +113,19 @@ class TcpSender:
         self.timestamps = timestamps
         self.frame_full = tcp_frame_size(mss, timestamps)
         self.cc = cc
-        cc.attach(self)
+        # pacing (tcp_update_skb_after_send, tcp_pacing_check): sk_pacing_rate in bytes/s; 0 = not paced
+        self.pacing_rate = 0.0
+        self.pacing = False           # sk_pacing_status != SK_PACING_NONE (BBR asks for it)
+        self.pacing_fq = False        # SK_PACING_FQ: an fq qdisc on this host holds packets to their tstamp
+        self._wstamp = 0.0            # tp->tcp_wstamp_ns: earliest departure of the next segment
+        self._pace_at = INF           # a pending pacing-timer push
         self.cwnd = init_cwnd
         self.cwnd_cnt = 0
         self.ssthresh = INFINITE_SSTHRESH
         self.sndbuf = max(int(sndbuf), 1)
+        # Linux's send-buffer growth (buffers.SendBuffer) when the application set no SO_SNDBUF
+        self.sndbuf_auto = None
+        self._sndbuf_cwnd = 0         # the cwnd the buffer was last grown for
         self.nodelay = nodelay
         self.sack = sack
         self.rtt = rtt or RttEstimator()
@@ -186,6 +201,13 @@ class TcpSender:
         self._tsq_waiting = False
         self._lsndtime = -1.0       # tp->lsndtime: when data was last sent
         self.tso_deferred = 0       # pushes tcp_tso_should_defer held back
+        # a congestion control that runs on every ACK (tcp_congestion_ops.cong_control: BBR)
+        # and sees every transmission (its delivery-rate sampler, tcp_rate_skb_sent)
+        self._cc_main = getattr(cc, "cong_control", None)
+        self._cc_sent = getattr(cc, "on_send", None)
+        cc.attach(self)
+        if self._cc_main is not None:
+            self.pacing = True
 
     # -- views -----------------------------------------------------------------------
     @property
@@ -230,6 +252,8 @@ class TcpSender:
             if now >= self.bulk_until:
                 self.bulk_until = None
             else:
+                if self.sndbuf_auto is not None and self.cwnd > self._sndbuf_cwnd:
+                    self._grow_sndbuf()
                 full = self.snd_una + self.sndbuf
                 if full > self.write_end:
                     self.write_end = full
@@ -249,6 +273,21 @@ class TcpSender:
                     if free < self._rtc_at:
                         self._rtc_at = free
                         call_at(self.env, free, self._rtc_resume)
+                    break
+            if self.pacing and self._wstamp > now and self.data_segs_out >= 10:
+                # tcp_pacing_check: the pacing timer sends the next one at its departure time.
+                # Under fq the segment goes to the qdisc with its timestamp, but TCP Small Queues
+                # keeps only max(2 skbs, sk_pacing_rate >> 10) = ~1 ms of it there
+                # (tcp_small_queue_check): the socket hands over at most that far ahead.
+                wake = self._wstamp
+                if self.pacing_fq:
+                    lead = 2 * mss / self.pacing_rate
+                    wake -= lead if lead > 1 / 1024 else 1 / 1024
+                if wake > now:
+                    self.cwnd_limited = False
+                    if wake < self._pace_at:
+                        self._pace_at = wake
+                        call_at(self.env, wake, self._pace_resume)
                     break
             if self.lost_out > self.retrans_out and self._retransmit_next(now):
                 continue
@@ -301,21 +340,12 @@ class TcpSender:
             self._arm_rto(now + self.rtt.backed_off(self.backoff))
 
     # -- GSO and TCP Small Queues -------------------------------------------------------------
-    def pacing_rate(self) -> float:
-        """``tcp_update_pacing_rate`` in bytes/s (infinite before the first RTT sample)."""
-        srtt = self.rtt.srtt
-        if not srtt > 0.0:
-            return INF
-        ratio = PACING_SS_RATIO if self.cwnd < self.ssthresh / 2 else PACING_CA_RATIO
-        po = len(self.rtx) - self.head
-        return ratio * self.mss * (self.cwnd if self.cwnd > po else po) / srtt
-
     def tso_segs(self) -> int:
         """``tcp_tso_segs`` -> ``tcp_tso_autosize``: segments one GSO skb may carry now."""
         if not self.gso:
             return 1
         cap = self.gso_max_bytes
-        rate = self.pacing_rate()
+        rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
         if rate == INF:
             nbytes = cap
         else:
@@ -381,7 +411,7 @@ class TcpSender:
         """``tcp_small_queue_check``: too many of this socket's bytes below it (throttled)."""
         if not self.wmem_queued:
             return False
-        rate = self.pacing_rate()
+        rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
         limit = 2 * truesize(self.frame_full)
         paced = rate / (1 << PACING_SHIFT)
         if paced > limit:
@@ -411,6 +441,25 @@ class TcpSender:
         if self._tsq_waiting:                    # tcp_tsq_handler: write more
             self._tsq_waiting = False
             self.push()
+
+    def _update_pacing_rate(self) -> None:
+        """``tcp_update_pacing_rate``: 200 % of cwnd / srtt in slow start (cwnd < ssthresh / 2), else 120 %."""
+        srtt = self.rtt.srtt
+        if srtt > 0.0:
+            cwnd = max(self.cwnd, self.packets_out)
+            ratio = 2.0 if self.cwnd < self.ssthresh / 2 else 1.2
+            self.pacing_rate = ratio * cwnd * self.mss / srtt
+
+    def _pace_resume(self, _=None) -> None:
+        if self.env._now >= self._pace_at:
+            self._pace_at = INF
+            self.push()
+
+    def _grow_sndbuf(self) -> None:
+        """``tcp_new_space`` -> ``tcp_sndbuf_expand`` for the current cwnd (see buffers.SendBuffer)."""
+        self._sndbuf_cwnd = self.cwnd
+        if self.sndbuf_auto.expand(self.cwnd, self.reordering):
+            self.sndbuf = self.sndbuf_auto.payload
 
     def _rtc_resume(self, _=None) -> None:
         """The flow's core is free again: send what was held back (a stale wake-up does nothing)."""
@@ -447,6 +496,19 @@ class TcpSender:
         self.segs_out += segs
         self.data_segs_out += segs
         self.bytes_sent += n
+        if self.pacing and self.pacing_rate > 0.0:
+            # tcp_update_skb_after_send: the next departure is this one's plus len / rate,
+            # minus up to half of that as credit for time the socket sat idle
+            prior = self._wstamp
+            if prior < now:
+                self._wstamp = now
+            if self.data_segs_out > 10:
+                pkt.tstamp = self._wstamp        # skb->tstamp (EDT): fq holds it until then
+            len_t = n / self.pacing_rate if self.data_segs_out >= 10 else 0.0
+            credit = self._wstamp - prior
+            self._wstamp += len_t - (len_t / 2 if credit > len_t / 2 else credit)
+        if self._cc_sent is not None:
+            self._cc_sent(seq, n, now, new)
         if new and (self.app_cost or self.call_cost):
             # the application's send() work for these bytes (retransmissions cost it nothing):
             # ``app_cost`` per skb the stack builds and sends, ``call_cost`` per send() call
@@ -604,9 +666,17 @@ class TcpSender:
                 # fast path: nothing lost, nothing SACKed -- just grow the window
                 if self.cwnd_limited or (self.cwnd < self.ssthresh and self.cwnd < 2 * self.max_packets_out):
                     self.cc.cong_avoid(acked, now)
+                if self._cc_main is not None:
+                    self._cc_main(acked, delivered, now)
+                else:
+                    self._update_pacing_rate()
                 self.push()
                 return
         self._congestion_control(acked, delivered, ack > prior_una, now)
+        if self._cc_main is not None:
+            self._cc_main(acked, delivered, now)
+        else:
+            self._update_pacing_rate()
         self.push()
 
     def _congestion_control(self, acked: int, delivered: int, advanced: bool, now: float) -> None:

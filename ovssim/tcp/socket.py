@@ -11,15 +11,18 @@ no pure ACKs, as in Linux.
 Buffers: ``sndbuf``/``rcvbuf`` are in payload bytes, i.e. the value an
 application passes to ``setsockopt(SO_SNDBUF/SO_RCVBUF)`` (see
 :func:`ovssim.tcp.defaults.socket_buffer_payload`); ``None`` means Linux
-autotuning at its maximum.
+autotuning from the host's ``tcp_wmem``/``tcp_rmem`` (``sysctls``, the endpoint's
+``tcp_sysctls`` or the kernel defaults; see :mod:`ovssim.tcp.buffers`).  ``cc=None``
+follows the host's ``net.ipv4.tcp_congestion_control``, as iperf3 and netperf do
+without ``-C``/``-K``.
 """
 from __future__ import annotations
 
 from ..packet import FlowKey
 from ..sched import call_at
 from .congestion import make_congestion_control
-from .defaults import (AUTOTUNED_RCV_WINDOW, AUTOTUNED_SND_BYTES, DELACK, INIT_CWND, SACK,
-                       TIMESTAMPS, mss_for_mtu)
+from .defaults import DELACK, INIT_CWND, SACK, TIMESTAMPS, mss_for_mtu
+from .buffers import ReceiveBuffer, SendBuffer, TcpSysctls
 from .receiver import TcpReceiver
 from .rtt import RttEstimator
 from .sender import TcpSender
@@ -27,14 +30,19 @@ from .sender import TcpSender
 
 class TcpSocket:
     def __init__(self, env, endpoint, local_port: int, remote: str, remote_port: int, *,
-                 cc="cubic", mtu: int = 1500, mss: int | None = None,
+                 cc=None, mtu: int = 1500, mss: int | None = None,
                  sndbuf: int | None = None, rcvbuf: int | None = None,
                  nodelay: bool = False, sack: bool = SACK, timestamps: bool = TIMESTAMPS,
                  init_cwnd: int = INIT_CWND, delack: float = DELACK,
                  rto_min: float | None = None, send_cost: float = 0.0, recv_cost: float = 0.0,
                  call_cost: float = 0.0,
-                 keep_samples: bool = True, name: str | None = None):
+                 keep_samples: bool = True, name: str | None = None,
+                 sysctls: TcpSysctls | None = None):
         self.env = env
+        sysctls = sysctls or getattr(endpoint, "tcp_sysctls", None) or TcpSysctls()
+        if cc is None:
+            cc = sysctls.congestion_control
+        cc = make_congestion_control(cc)
         self.endpoint = endpoint
         self.name = name or f"{endpoint.name}:{local_port}"
         self.flow = FlowKey(endpoint.name, remote, local_port, remote_port, "tcp")
@@ -42,19 +50,29 @@ class TcpSocket:
         self.mss = mss or mss_for_mtu(mtu, timestamps)
         cpu = getattr(endpoint, "cpu", None)
         rtt = RttEstimator() if rto_min is None else RttEstimator(rto_min=rto_min)
+        rcv_auto = (ReceiveBuffer(sysctls.rmem, mss=self.mss, moderate=sysctls.moderate_rcvbuf)
+                    if rcvbuf is None else None)
+        snd_auto = (SendBuffer(sysctls.wmem, mss=self.mss, factor=getattr(cc, "sndbuf_expand", 2))
+                    if sndbuf is None else None)
         self.receiver = TcpReceiver(self, mss=self.mss,
-                                    rcvbuf=AUTOTUNED_RCV_WINDOW if rcvbuf is None else rcvbuf,
+                                    rcvbuf=rcv_auto.window() if rcv_auto else rcvbuf,
                                     delack=delack, sack=sack, timestamps=timestamps,
                                     app_cost=recv_cost, cpu=cpu)
-        self.sender = TcpSender(self, mss=self.mss, cc=make_congestion_control(cc),
+        self.receiver.autotune = rcv_auto
+        self.sender = TcpSender(self, mss=self.mss, cc=cc,
                                 init_cwnd=init_cwnd,
-                                sndbuf=AUTOTUNED_SND_BYTES if sndbuf is None else sndbuf,
+                                sndbuf=snd_auto.payload if snd_auto else sndbuf,
                                 nodelay=nodelay, sack=sack, timestamps=timestamps, rtt=rtt,
                                 app_cost=send_cost, call_cost=call_cost, cpu=cpu,
                                 keep_samples=keep_samples,
                                 gso=getattr(endpoint, "gso", False),
                                 gso_max_size=getattr(endpoint, "gso_max_size", 65536),
                                 tsq=getattr(endpoint, "tsq", False))
+        self.sender.sndbuf_auto = snd_auto
+        if getattr(endpoint, "fq_pacing", False):
+            # an fq qdisc on this host's device paces every TCP socket by EDT (SK_PACING_FQ):
+            # TCP stamps departure times instead of holding packets itself
+            self.sender.pacing = self.sender.pacing_fq = True
         self.peer: TcpSocket | None = None
 
     # -- wiring -----------------------------------------------------------------------
@@ -74,6 +92,10 @@ class TcpSocket:
             s.on_ack(pkt, now)
         if pkt.payload:
             self.receiver.on_data(pkt, now)
+        elif pkt.seq <= self.receiver.rcv_wup:
+            # a pure ACK's timestamp becomes TS.Recent too (tcp_replace_ts_recent: seq <= rcv_wup),
+            # so the data this end sends echoes it and the peer's receiver can time its round trip
+            self.receiver.ts_recent = pkt.ts_val
 
     def _input(self, pkt) -> None:
         now = self.env._now
@@ -82,6 +104,10 @@ class TcpSocket:
             s.on_ack(pkt, now)
         if pkt.payload:
             self.receiver.on_data(pkt, now)
+        elif pkt.seq <= self.receiver.rcv_wup:
+            # a pure ACK's timestamp becomes TS.Recent too (tcp_replace_ts_recent: seq <= rcv_wup),
+            # so the data this end sends echoes it and the peer's receiver can time its round trip
+            self.receiver.ts_recent = pkt.ts_val
 
     # -- the application ------------------------------------------------------------------
     def write(self, nbytes: int) -> None:
@@ -89,6 +115,33 @@ class TcpSocket:
 
     def bulk(self, until: float, write_size: int | None = None) -> None:
         self.sender.bulk(until, write_size)
+
+    def ss_info(self) -> dict:
+        """This end's window state with ``ss -tinm``'s names (bytes unless said): cwnd and
+        unacked in segments, bytes_in_flight, notsent, snd_wnd (the peer's window), tb
+        (sk_sndbuf), rb (sk_rcvbuf), rcv_space, rcv_ssthresh, rcv_wnd (what it advertises)."""
+        s, r = self.sender, self.receiver
+        auto = r.autotune
+        return {"cwnd": s.cwnd, "ssthresh": min(s.ssthresh, 0x7FFFFFFF), "unacked": s.packets_out,
+                "bytes_in_flight": s.snd_nxt - s.snd_una, "notsent": max(s.write_end - s.snd_nxt, 0),
+                "snd_wnd": s.snd_wnd,
+                "tb": s.sndbuf_auto.sk_sndbuf if s.sndbuf_auto is not None else s.sndbuf,
+                "rb": auto.sk_rcvbuf if auto is not None else r.rcvbuf,
+                "rcv_space": auto.space if auto is not None else r.rcvbuf,
+                "rcv_ssthresh": auto.rcv_ssthresh if auto is not None else r.rcvbuf,
+                "rcv_wnd": r._right_edge - r.rcv_nxt}      # the last advertised window (tp->rcv_wnd), no side effect
+
+    def sample_windows(self, interval: float, until: float) -> list[dict]:
+        """``ss -tinm`` every ``interval`` s until ``until``: the returned list fills as the run goes."""
+        rows: list[dict] = []
+
+        def tick(_):
+            now = self.env._now
+            rows.append(dict(self.ss_info(), t=now))
+            if now + interval <= until:
+                call_at(self.env, now + interval, tick)
+        call_at(self.env, self.env._now, tick)
+        return rows
 
     def sample_cwnd(self, interval: float, until: float) -> None:
         """Log (time, cwnd, ssthresh) every ``interval`` seconds until ``until`` (one timer)."""

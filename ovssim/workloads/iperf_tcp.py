@@ -8,7 +8,8 @@ Keys are iperf3's flags (iperf3(1)) or their long names:
 * ``t``/``time``      test length (default 10 s);
 * ``O``/``omit``      seconds at the start left out of the results (iperf3 -O: "skip past the
   TCP slow-start period"); the test then runs ``omit + time``;
-* ``C``/``congestion`` ``cubic`` (Linux's default) or ``reno``/``newreno``;
+* ``C``/``congestion`` ``cubic``, ``bbr`` or ``reno``/``newreno``; without it the client host's
+  ``net.ipv4.tcp_congestion_control`` (the vm's ``sysctl`` table; Linux's built-in default cubic);
 * ``l``/``length``    bytes per write (iperf3's TCP default: 128 KiB); a bulk writer
   keeps the send buffer full whatever its write size, so this matters only
   through ``call_cost`` (CPU per write call);
@@ -53,7 +54,7 @@ class IperfTcp(Workload):
         Option("window", ("w", "window"), as_size, "socket buffer in bytes, e.g. \"256k\""),
         Option("time", ("t", "time"), as_positive_time, "test length, e.g. \"10s\""),
         Option("omit", ("O", "omit"), as_time, "seconds left out at the start, e.g. \"1s\""),
-        Option("cc", ("C", "congestion"), as_cc, "cubic or reno"),
+        Option("cc", ("C", "congestion"), as_cc, "cubic, bbr or reno (default: the host's tcp_congestion_control)"),
         Option("length", ("l", "length"), as_size, "bytes per write, e.g. \"128k\""),
         Option("mss", ("M", "set-mss", "set_mss"), as_size, "maximum segment size in bytes"),
         Option("nodelay", ("N", "no-delay", "no_delay"), as_bool, "true to set TCP_NODELAY"),
@@ -68,7 +69,7 @@ class IperfTcp(Workload):
     ]
 
     def __init__(self, *, parallel: int = 1, window: int | None = None, time: float | None = None,
-                 cc: str = "cubic", length: int = IPERF3_TCP_LENGTH, mss: int | None = None,
+                 cc: str | None = None, length: int = IPERF3_TCP_LENGTH, mss: int | None = None,
                  nodelay: bool = False, name: str | None = None, start: float = 0.0,
                  send_cost: float | None = None, recv_cost: float | None = None,
                  call_cost: float | None = None, port: int = IPERF3_PORT,
@@ -99,6 +100,7 @@ class IperfTcp(Workload):
         self.meters: list[GoodputMeter] = []
         self.t0 = self.t1 = 0.0
         self.retx_omitted = 0
+        self.windows: list[tuple[list, list]] = []     # per stream: (sender rows, receiver rows) of ss_info
 
     @classmethod
     def from_spec(cls, table: dict) -> "IperfTcp":
@@ -130,6 +132,9 @@ class IperfTcp(Workload):
             call_at(env, at, lambda _, c=c: c.bulk(self.t1, self.length))
             if self.cwnd_interval:
                 call_at(env, self.t0, lambda _, c=c: c.sample_cwnd(self.cwnd_interval, self.t1))
+                # ss -ti of both ends over time: the sender's in-flight and send buffer, the receiver's window
+                call_at(env, self.t0, lambda _, c=c, s=s: self.windows.append(
+                    (c.sample_windows(self.cwnd_interval, self.t1), s.sample_windows(self.cwnd_interval, self.t1))))
         self.retx_omitted = 0       # retransmissions during -O, left out as iperf3 leaves them out
         if self.omit > 0:
             call_at(env, measured_from, self._end_omit)
@@ -146,6 +151,9 @@ class IperfTcp(Workload):
                Metric("throughput_max", float(max(per)), "Mbit/s")]
         if len(per) > 1:
             out.append(Metric("fairness", jain_index(per), "Jain index"))
+        # iperf3's max_snd_cwnd (bytes), the largest over the streams
+        out.append(Metric("max_snd_cwnd", float(max(max((c for _, c, _ in s.cwnd_log), default=s.cwnd) * s.mss
+                                                    for s in senders)), "bytes"))
         for k, v in rtt_summary(senders, self.t0 + self.omit).items():
             out.append(Metric(k.replace("rtt_", "tcp_rtt_"), v, "ms"))
         return out
@@ -153,4 +161,9 @@ class IperfTcp(Workload):
     def samples(self) -> dict[str, np.ndarray]:
         return {"tcp_rtt": rtt_array_ms([c.sender for c, _ in self.streams]),
                 "cwnd": cwnd_array([c.sender for c, _ in self.streams], self.t0),
-                "stream_throughput": np.asarray([m.mbit_per_s() for m in self.meters])}
+                "stream_throughput": np.asarray([m.mbit_per_s() for m in self.meters]),
+                # sampled every cwnd_interval, all streams: bytes in flight, the receiver's advertised
+                # window, sk_sndbuf and sk_rcvbuf (ss -ti's bytes_in_flight, rcv_wnd, tb, rb)
+                **{name: np.asarray([r[key] for snd, rcv in self.windows for r in (snd if side == 0 else rcv)])
+                   for name, key, side in (("in_flight", "bytes_in_flight", 0), ("rwnd", "rcv_wnd", 1),
+                                           ("sndbuf", "tb", 0), ("rcvbuf", "rb", 1))}}

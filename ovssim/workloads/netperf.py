@@ -19,7 +19,8 @@ Configured with netperf's flags (netperf(1), "Netperf Manual" section 5/6):
 * ``r``  request,response sizes for TCP_RR (``-r 1,1``);
 * ``D``  TCP_NODELAY (``-D``): off for TCP_STREAM, and on for TCP_RR by
   default here (one outstanding small request never waits for Nagle anyway);
-* ``K``  congestion control (netperf's ``-K``; ``cubic`` or ``reno``/``newreno``).
+* ``K``  congestion control (netperf's ``-K``; ``cubic``, ``bbr`` or ``reno``/``newreno``; default: the
+  host's ``net.ipv4.tcp_congestion_control``).
 
 ovssim's own keys: ``name``, ``start`` (offset from the scenario start),
 ``send_cost``/``recv_cost`` (the tool's CPU time per segment sent/received,
@@ -47,6 +48,7 @@ from ..tcp.spec import (Option, as_bool, as_cc, as_port, as_positive_time, as_si
                         parse_table)
 from ..tcp.stats import GoodputMeter, cwnd_array, rtt_array_ms, rtt_summary
 from .base import Metric, RunContext, Workload
+from .rr import Exchange
 
 NETPERF_DATA_PORT = 12866
 DEFAULT_SEND_SIZE = 16384
@@ -72,7 +74,7 @@ _COMMON = [
     Option("local_buffer", ("s", "local_buffer"), as_size, "local socket buffer in bytes, e.g. \"32k\""),
     Option("remote_buffer", ("S", "remote_buffer"), as_size, "remote socket buffer in bytes"),
     Option("nodelay", ("D", "nodelay"), as_bool, "true to set TCP_NODELAY"),
-    Option("cc", ("K", "congestion"), as_cc, "congestion control: cubic or reno"),
+    Option("cc", ("K", "congestion"), as_cc, "congestion control: cubic, bbr or reno (default: the host's)"),
     Option("name", ("name",), str, "a name for the results"),
     Option("start", ("start",), as_time, "start offset, e.g. \"1s\""),
     Option("send_cost", ("send_cost",), as_time, "CPU time per segment sent, e.g. \"2us\""),
@@ -87,7 +89,7 @@ class _NetperfTcp(Workload):
     test = ""
 
     def __init__(self, *, length: float | None = None, local_buffer: int | None = None,
-                 remote_buffer: int | None = None, nodelay: bool = False, cc: str = "cubic",
+                 remote_buffer: int | None = None, nodelay: bool = False, cc: str | None = None,
                  name: str | None = None, start: float = 0.0, send_cost: float | None = None,
                  recv_cost: float | None = None, call_cost: float | None = None,
                  port: int = NETPERF_DATA_PORT, mtu: int | None = None,
@@ -261,14 +263,59 @@ class NetperfTcpRR(_NetperfTcp):
         return {"rr_latency": self.latencies.sample() * 1e3}
 
 
+class NetperfUdpRR(Workload):
+    """``netperf -t UDP_RR -l L -- -r REQ,RESP``: one datagram request, one datagram answer, one at a time.
+
+    Runs on :class:`~ovssim.workloads.rr.Exchange`; reports as TCP_RR does (transactions per
+    second, ``rtt_mean`` = 1 / rate, latency percentiles).  A lost datagram ends the
+    exchange, as it stalls netperf (no timeout without ``-- -e``).
+    """
+
+    kind = "netperf_udp_rr"
+    test = "UDP_RR"
+    OPTIONS = [Option("rr", ("r", "request_response"), _rr_sizes, "request,response bytes, e.g. \"1,1\""),
+               Option("length", ("l", "length"), as_positive_time, "the test length, e.g. \"10s\""),
+               Option("name", ("name",), str, "a name for the results"),
+               Option("start", ("start",), as_time, "start offset, e.g. \"1s\""),
+               Option("port", ("port",), as_port, "the data port")]
+
+    def __init__(self, *, rr: tuple[int, int] = (1, 1), length: float | None = None, name: str | None = None,
+                 start: float = 0.0, port: int = NETPERF_DATA_PORT):
+        super().__init__(name)
+        self.ex = Exchange(proto="udp", request=rr[0], response=rr[1], loop="closed", length=length,
+                           start=start, port=port)
+
+    @classmethod
+    def from_spec(cls, table: dict):
+        return cls(**parse_table(table, cls.OPTIONS, tool="netperf UDP_RR",
+                                 fixed={"tool": ("netperf",), "test": ("UDP_RR",)}))
+
+    def start(self, ctx: RunContext) -> None:
+        self.ex.start(ctx)
+
+    def metrics(self) -> list[Metric]:
+        tps = self.ex.transactions_per_s()
+        lat = self.ex.rtt_ms()
+        out = [Metric("transactions", tps, "1/s"),
+               Metric("rtt_mean", 1e3 / tps if tps > 0 else float("nan"), "ms")]
+        if lat.size:
+            out += [Metric("latency_mean", float(lat.mean()), "ms"),
+                    Metric("latency_p50", float(np.percentile(lat, 50)), "ms"),
+                    Metric("latency_p99", float(np.percentile(lat, 99)), "ms")]
+        return out + [Metric("lost", float(self.ex.lost_messages()), "messages")]
+
+    def samples(self) -> dict[str, np.ndarray]:
+        return {"rr_latency": self.ex.rtt_ms()}
+
+
 def netperf_from_spec(table: dict) -> Workload:
     """The netperf workload a table names with ``test`` (default TCP_STREAM, as netperf)."""
     test = str(table.get("test", "TCP_STREAM")).upper()
-    classes = {"TCP_STREAM": NetperfTcpStream, "TCP_RR": NetperfTcpRR}
+    classes = {"TCP_STREAM": NetperfTcpStream, "TCP_RR": NetperfTcpRR, "UDP_RR": NetperfUdpRR}
     cls = classes.get(test)
     if cls is None:
         raise ConfigError(f"netperf test {table.get('test')!r} is not simulated", key="test",
-                          fix="use test = \"TCP_STREAM\" or \"TCP_RR\"")
+                          fix="use test = \"TCP_STREAM\", \"TCP_RR\" or \"UDP_RR\"")
     t = dict(table)
     t["test"] = test
     return cls.from_spec(t)

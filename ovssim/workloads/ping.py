@@ -26,28 +26,55 @@ from ..sched import call_at
 from .base import Metric, RunContext, Workload
 
 
-class _Responder:
-    """The destination kernel's ICMP echo: turn the request around."""
+class IcmpStack:
+    """One host's ICMP echo handling: the kernel's responder and its ping sockets by identifier.
 
-    def __init__(self, wl: "Ping"):
-        self.wl = wl
+    The kernel answers every echo request itself, to the request's source, whoever sent it
+    (``icmp_echo`` in net/ipv4/icmp.c), and hands an echo reply to the ping socket whose
+    identifier it carries (``ping_lookup`` in net/ipv4/ping.c; each socket gets its own
+    identifier from ``ping_get_port``).  So two pings never share replies, even when two hosts
+    pick the same identifier or two pings cross in opposite directions.
+    """
+
+    def __init__(self, endpoint):
+        self.endpoint = endpoint
+        self.sockets: dict[int, "Ping"] = {}
+        self.unclaimed = 0
+
+    @classmethod
+    def of(cls, endpoint) -> "IcmpStack":
+        stack = getattr(endpoint, "_icmp_stack", None)
+        if stack is None:
+            stack = endpoint._icmp_stack = cls(endpoint)
+        return stack
+
+    def listen(self, ident: int) -> None:
+        """Receive ICMP with this identifier (requests to answer, or replies for a local socket)."""
+        self.endpoint.bind("icmp", ident, self)
+
+    def open(self, ping: "Ping") -> int:
+        """A new ping socket: an identifier no other ping socket on this host holds."""
+        ident = self.endpoint.ephemeral_port()
+        while ident in self.sockets:
+            ident = self.endpoint.ephemeral_port()
+        self.sockets[ident] = ping
+        self.listen(ident)
+        return ident
 
     def put(self, pkt) -> None:
-        wl = self.wl
-        now = wl.env._now
-        t = pkt.t if pkt.t > now else now
-        reply = Packet(wl.reply_flow, pkt.size, pkt.created, payload=pkt.payload, seq=pkt.seq,
-                       tos=pkt.tos, kind="echo-reply")
-        reply.t = t
-        wl.dst.send(reply)
-
-
-class _Receiver:
-    def __init__(self, wl: "Ping"):
-        self.wl = wl
-
-    def put(self, pkt) -> None:
-        self.wl._reply(pkt)
+        if pkt.kind == "echo-request":
+            now = self.endpoint.env._now
+            f = pkt.flow
+            reply = Packet(FlowKey(f.dst, f.src, f.dport, f.sport, "icmp"), pkt.size, pkt.created,
+                           payload=pkt.payload, seq=pkt.seq, tos=pkt.tos, kind="echo-reply")
+            reply.t = pkt.t if pkt.t > now else now
+            self.endpoint.send(reply)
+            return
+        sock = self.sockets.get(pkt.flow.dport)
+        if sock is None:
+            self.unclaimed += 1
+            return
+        sock._reply(pkt)
 
 
 class Ping(Workload):
@@ -84,11 +111,9 @@ class Ping(Workload):
 
     def start(self, ctx: RunContext) -> None:
         self.env, self.src, self.dst = ctx.env, ctx.src, ctx.dst
-        ident = ctx.src.ephemeral_port()
-        self.flow = FlowKey(ctx.src.name, ctx.dst.name, ident, ident, "icmp")
-        self.reply_flow = FlowKey(ctx.dst.name, ctx.src.name, ident, ident, "icmp")
-        ctx.dst.bind("icmp", ident, _Responder(self))
-        ctx.src.bind("icmp", ident, _Receiver(self))
+        self.ident = IcmpStack.of(ctx.src).open(self)
+        self.flow = FlowKey(ctx.src.name, ctx.dst.name, self.ident, self.ident, "icmp")
+        IcmpStack.of(ctx.dst).listen(self.ident)
         self.t_end = ctx.start_at + ctx.duration
         self.frame = icmp_frame_size(self.size_payload)
         kind = getattr(ctx.src, "vif_kind", None) or getattr(ctx.src.out, "kind", "bare-metal")
@@ -117,7 +142,7 @@ class Ping(Workload):
     def metrics(self) -> list[Metric]:
         r = np.asarray(self.rtts) * 1e3
         loss = 100.0 * (self.sent - r.size) / self.sent if self.sent else float("nan")
-        mdev = float(np.sqrt(np.mean(r ** 2) - np.mean(r) ** 2)) if r.size else float("nan")
+        mdev = float(np.std(r)) if r.size else float("nan")    # ping: sqrt(mean(r^2) - mean(r)^2)
         return [Metric("rtt_mean", float(r.mean()) if r.size else float("nan"), "ms"),
                 Metric("rtt_min", float(r.min()) if r.size else float("nan"), "ms"),
                 Metric("rtt_max", float(r.max()) if r.size else float("nan"), "ms"),

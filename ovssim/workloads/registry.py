@@ -16,6 +16,12 @@ WORKLOADS = {
     ("ping", None): "ping:Ping",
     ("netperf", "TCP_STREAM"): "netperf:NetperfTcpStream",
     ("netperf", "TCP_RR"): "netperf:NetperfTcpRR",
+    ("netperf", "UDP_RR"): "netperf:NetperfUdpRR",
+    ("qperf", "tcp_lat"): "qperf:QperfLat",
+    ("qperf", "udp_lat"): "qperf:QperfLat",
+    ("qperf", "tcp_bw"): "qperf:QperfTcpBw",
+    ("sockperf", "ping-pong"): "sockperf:Sockperf",
+    ("sockperf", "under-load"): "sockperf:Sockperf",
 }
 
 
@@ -26,6 +32,10 @@ def make_workload(table: dict):
         sel = str(table.get("proto", "tcp")).lower()
     elif tool == "netperf":
         sel = str(table.get("test", "TCP_STREAM")).upper()
+    elif tool == "qperf":
+        sel = str(table.get("test", "")).lower()
+    elif tool == "sockperf":
+        sel = str(table.get("mode", "ping-pong")).lower()
     else:
         sel = None
     target = WORKLOADS.get((tool, sel))

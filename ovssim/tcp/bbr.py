@@ -1,0 +1,349 @@
+"""BBR v1 congestion control, as Linux ``net/ipv4/tcp_bbr.c``.
+
+BBR models the path by two windowed filters and sets a pacing rate and a cwnd from them:
+
+* ``BtlBw``: the maximum delivery rate over the last 10 round trips (``bbr_bw_rtts``), from
+  the delivery-rate samples of ``tcp_rate.c`` (:class:`RateSampler`): delivered segments
+  over ``max(send interval, ACK interval)`` of the most recently delivered segment; a
+  sample shorter than min_rtt is discarded, an app-limited one only raises the max.
+* ``RTprop``: the minimum RTT over 10 s (``bbr_min_rtt_win_sec``).
+* Modes: STARTUP (pacing and cwnd gain 2/ln2 = 2.885) until the bandwidth stops growing by
+  25 % for 3 rounds (``bbr_check_full_bw_reached``); DRAIN (pacing gain 1/2.885) until
+  in-flight is down to one BDP; PROBE_BW cycling the pacing gain over
+  5/4, 3/4, 1, 1, 1, 1, 1, 1 (one phase per min_rtt; the first phase drawn at random, never
+  the 3/4 one) with cwnd gain 2; PROBE_RTT when the min_rtt is 10 s old: cwnd 4 segments
+  for max(200 ms, one round), then back.
+* Pacing rate = gain x BtlBw x (1 - 1 %) (``bbr_pacing_margin_percent``), only ever raised
+  before the pipe is full; initially 2.885 x cwnd / srtt (``bbr_init_pacing_rate_from_rtt``).
+* cwnd = cwnd_gain x BDP + 3 x the TSO goal (``bbr_quantization_budget``; the goal,
+  ``bbr_tso_segs_goal``, is ~1 ms at the pacing rate in segments, at least 2 (1 below
+  1.2 Mbit/s), at most 127 -- "sort of tcp_tso_autosize() but ignoring" the min-RTT term
+  and the device's GSO size), rounded up to even, +2 in the 5/4 phase; grown by the ACKed
+  segments towards it; after a loss packet conservation for one round
+  (``bbr_set_cwnd_to_recover_or_restore``).
+  ``sndbuf_expand`` = 3 (``bbr_sndbuf_expand``).
+
+Not modelled: the long-term (policer) bandwidth ``lt_bw``, the ACK-aggregation extra cwnd
+(``bbr_extra_acked``), idle restart.
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+
+from .congestion import CongestionControl
+from .defaults import INIT_CWND
+
+STARTUP, DRAIN, PROBE_BW, PROBE_RTT = "startup", "drain", "probe_bw", "probe_rtt"
+HIGH_GAIN = 2885 / 1000          # BBR_UNIT * 2885 / 1000 + 1: 2/ln(2)
+DRAIN_GAIN = 1000 / 2885
+CWND_GAIN = 2.0
+PACING_GAINS = (5 / 4, 3 / 4, 1, 1, 1, 1, 1, 1)
+CYCLE_RAND = 7
+BW_RTTS = 10
+MIN_RTT_WIN = 10.0
+PROBE_RTT_TIME = 0.200
+CWND_MIN_TARGET = 4
+FULL_BW_THRESH = 5 / 4
+FULL_BW_CNT = 3
+PACING_MARGIN = 0.01
+# tcp_tso_autosize: gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log) added to 1 ms of pacing
+GSO_MAX_SIZE = 65536
+GSO_LEGACY_MAX_SIZE = 65536
+MAX_TCP_HEADER = 320
+TSO_RTT_LOG = 9
+MIN_TSO_RATE = 1.2e6 / 8         # bbr_min_tso_rate: below 1.2 Mbit/s one segment per skb
+
+STATE_ORDER = {"open": 0, "recovery": 3, "loss": 4}
+
+
+def tso_autosize(pacing_rate: float, min_rtt: float, mss: int, min_segs: int) -> int:
+    """``tcp_tso_autosize``: segments per skb for this pacing rate (bytes/s) and min RTT (s)."""
+    nbytes = pacing_rate / 1024          # sk_pacing_rate >> sk_pacing_shift (10): ~1 ms
+    r = int(min_rtt * 1e6) >> TSO_RTT_LOG if min_rtt < math.inf else 64
+    if r < 32:
+        nbytes += GSO_MAX_SIZE >> r
+    nbytes = min(nbytes, GSO_MAX_SIZE)
+    return max(int(nbytes // mss), min_segs)
+
+
+class RateSampler:
+    """Delivery-rate samples as ``tcp_rate.c`` takes them (per segment snapshots at send)."""
+
+    def __init__(self):
+        self.delivered = 0            # tp->delivered (segments)
+        self.delivered_time = 0.0     # tp->delivered_mstamp
+        self.first_tx_time = 0.0      # tp->first_tx_mstamp
+        self.app_limited = 0          # tp->app_limited: delivered count the mark lasts until
+        self.snaps: deque = deque()   # (end_seq, delivered, delivered_time, first_tx, tx_time, app_limited)
+
+    def on_send(self, sender, end: int, now: float) -> None:
+        """``tcp_rate_skb_sent`` (new data only)."""
+        if sender.packets_out <= 1:   # nothing else in flight: start a fresh interval
+            self.first_tx_time = self.delivered_time = now
+        self.snaps.append((end, self.delivered, self.delivered_time, self.first_tx_time, now,
+                           self.app_limited != 0))
+
+    def on_ack(self, snd_una: int, delivered: int, now: float, min_rtt: float):
+        """``tcp_rate_skb_delivered`` + ``tcp_rate_gen``: (rate seg/s, app_limited, prior_delivered, rtt) or None."""
+        self.delivered += delivered
+        if delivered:
+            self.delivered_time = now
+        if self.app_limited and self.delivered > self.app_limited:
+            self.app_limited = 0
+        last = None
+        snaps = self.snaps
+        while snaps and snaps[0][0] <= snd_una:
+            last = snaps.popleft()
+        if last is None or not delivered:
+            return None
+        _, d0, dt0, ftx0, tx, app = last
+        self.first_tx_time = tx
+        interval = max(tx - ftx0, now - dt0)
+        if interval <= 0.0 or interval < min_rtt:
+            return None               # too short to trust (ACK compression)
+        return (self.delivered - d0) / interval, app, d0, now - tx
+
+
+class Bbr(CongestionControl):
+    name = "bbr"
+    sndbuf_expand = 3
+
+    def __init__(self, seed: int | None = None):
+        super().__init__()
+        self.seed = seed
+
+    def attach(self, sender) -> None:
+        super().attach(sender)
+        s = sender
+        self.rng = random.Random(self.seed if self.seed is not None else hash(s.sock.flow) & 0xFFFFFFFF)
+        self.rate = RateSampler()
+        self.mode = STARTUP
+        self.pacing_gain = HIGH_GAIN
+        self.cwnd_gain = HIGH_GAIN
+        self.bw_samples: deque = deque()   # (round, bw seg/s): the windowed max filter
+        self.min_rtt = math.inf
+        self.min_rtt_stamp = 0.0
+        self.round_count = 0
+        self.next_rtt_delivered = 0
+        self.round_start = False
+        self.full_bw = 0.0
+        self.full_bw_cnt = 0
+        self.full_bw_reached = False
+        self.cycle_idx = 0
+        self.cycle_stamp = 0.0
+        self.probe_rtt_done_stamp = 0.0
+        self.probe_rtt_round_done = False
+        self.probe_rtts = 0
+        self.prior_cwnd = 0
+        self.prev_state = "open"
+        self.packet_conservation = False
+        self._prev_lost = 0
+        self.log: list[tuple] = []         # (t, mode, bw bit/s, min_rtt, pacing bit/s, cwnd)
+        srtt = s.rtt.srtt or 0.001
+        s.pacing_rate = HIGH_GAIN * s.cwnd * s.mss / srtt    # bytes/s
+
+    # -- hooks the sender calls ----------------------------------------------------
+    def ssthresh(self) -> int:
+        """``bbr_ssthresh``: remember cwnd; the threshold itself is left alone."""
+        self._save_cwnd()
+        return self.s.ssthresh
+
+    def cong_avoid(self, acked: int, now: float) -> None:
+        return None                          # cong_control does it all
+
+    def on_loss_timeout(self) -> None:
+        """``bbr_set_state(TCP_CA_Loss)``: a new round, and the full-pipe test starts over."""
+        self._save_cwnd()
+        self.prev_state = "loss"
+        self.full_bw = 0.0
+        self.round_start = True
+
+    def on_send(self, seq: int, n: int, now: float, new: bool) -> None:
+        if new:
+            self.rate.on_send(self.s, seq + n, now)
+
+    def cong_control(self, acked: int, delivered: int, now: float) -> None:
+        """``bbr_main``: update the model from this ACK's rate sample, then pacing and cwnd."""
+        s = self.s
+        rate = self.rate
+        rs = rate.on_ack(s.snd_una, delivered, now, s.rtt.min_rtt)     # tcp_min_rtt
+        # tcp_rate_check_app_limited: nothing left to send and room in cwnd
+        if s.write_end - s.snd_nxt < s.mss and s.in_flight < s.cwnd and not s.lost_out:
+            rate.app_limited = (rate.delivered + s.in_flight) or 1
+        lost = s.lost_out - self._prev_lost
+        self._prev_lost = s.lost_out
+        losses = lost if lost > 0 else 0
+        prior_in_flight = s.in_flight + delivered
+        self._update_bw(rs)
+        self._update_cycle_phase(now, prior_in_flight, losses)
+        self._check_full_bw_reached(rs)
+        self._check_drain(now)
+        self._update_min_rtt(rs, now)
+        bw = self.bw
+        if bw > 0.0:
+            pace = bw * s.mss * self.pacing_gain * (1.0 - PACING_MARGIN)
+            if self.full_bw_reached or pace > s.pacing_rate:
+                s.pacing_rate = pace
+        self._set_cwnd(acked, losses, bw)
+        if self.log is not None and self.round_start:
+            self.log.append((now, self.mode, bw * s.mss * 8, self.min_rtt, s.pacing_rate * 8, s.cwnd))
+
+    # -- the model -----------------------------------------------------------------------
+    @property
+    def bw(self) -> float:
+        """``bbr_max_bw``: segments per second."""
+        return max((b for _, b in self.bw_samples), default=0.0)
+
+    def _update_bw(self, rs) -> None:
+        self.round_start = False
+        if rs is None:
+            return
+        bw, app, prior_delivered, _ = rs
+        if prior_delivered >= self.next_rtt_delivered:
+            self.next_rtt_delivered = self.rate.delivered
+            self.round_count += 1
+            self.round_start = True
+            self.packet_conservation = False
+        if not app or bw >= self.bw:
+            samples = self.bw_samples
+            while samples and samples[-1][1] <= bw:
+                samples.pop()
+            samples.append((self.round_count, bw))
+            while samples[0][0] <= self.round_count - BW_RTTS:
+                samples.popleft()
+
+    def bdp(self, bw: float, gain: float) -> int:
+        if self.min_rtt == math.inf:
+            return INIT_CWND
+        return math.ceil(bw * self.min_rtt * gain)
+
+    def tso_segs_goal(self) -> int:
+        """``bbr_tso_segs_goal``: ~1 ms of the pacing rate (pacing_shift 10), no min-RTT term."""
+        s = self.s
+        min_segs = 1 if s.pacing_rate < MIN_TSO_RATE else 2
+        nbytes = min(s.pacing_rate / 1024, GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER)
+        return min(max(int(nbytes // s.mss), min_segs), 0x7F)
+
+    def inflight(self, bw: float, gain: float) -> int:
+        """``bbr_inflight``: the BDP at this gain plus the quantization budget."""
+        cwnd = self.bdp(bw, gain) + 3 * self.tso_segs_goal()
+        cwnd = (cwnd + 1) & ~1
+        if self.mode == PROBE_BW and self.cycle_idx == 0:
+            cwnd += 2
+        return cwnd
+
+    def _update_cycle_phase(self, now: float, prior_in_flight: int, losses: int) -> None:
+        if self.mode != PROBE_BW:
+            return
+        full_length = now - self.cycle_stamp > self.min_rtt
+        gain = self.pacing_gain
+        if gain == 1:
+            nxt = full_length
+        elif gain > 1:
+            nxt = full_length and (losses > 0 or prior_in_flight >= self.inflight(self.bw, gain))
+        else:
+            nxt = full_length or prior_in_flight <= self.inflight(self.bw, 1.0)
+        if nxt:
+            self._advance_cycle(now)
+
+    def _advance_cycle(self, now: float) -> None:
+        self.cycle_idx = (self.cycle_idx + 1) % len(PACING_GAINS)
+        self.cycle_stamp = now
+        self.pacing_gain = PACING_GAINS[self.cycle_idx]
+
+    def _reset_probe_bw(self, now: float) -> None:
+        self.mode = PROBE_BW
+        self.cwnd_gain = CWND_GAIN
+        self.cycle_idx = len(PACING_GAINS) - 1 - self.rng.randrange(CYCLE_RAND)
+        self._advance_cycle(now)
+
+    def _reset_startup(self) -> None:
+        self.mode = STARTUP
+        self.pacing_gain = self.cwnd_gain = HIGH_GAIN
+
+    def _check_full_bw_reached(self, rs) -> None:
+        if self.full_bw_reached or not self.round_start or rs is None or rs[1]:
+            return
+        bw = self.bw
+        if bw >= self.full_bw * FULL_BW_THRESH:
+            self.full_bw = bw
+            self.full_bw_cnt = 0
+            return
+        self.full_bw_cnt += 1
+        self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT
+
+    def _check_drain(self, now: float) -> None:
+        if self.mode == STARTUP and self.full_bw_reached:
+            self.mode = DRAIN
+            self.pacing_gain = DRAIN_GAIN
+            self.cwnd_gain = HIGH_GAIN
+        if self.mode == DRAIN and self.s.in_flight <= self.inflight(self.bw, 1.0):
+            self._reset_probe_bw(now)
+
+    def _update_min_rtt(self, rs, now: float) -> None:
+        s = self.s
+        expired = now > self.min_rtt_stamp + MIN_RTT_WIN
+        if rs is not None and rs[3] > 0.0 and (rs[3] < self.min_rtt or expired):
+            self.min_rtt = rs[3]
+            self.min_rtt_stamp = now
+        if expired and self.mode != PROBE_RTT and self.min_rtt < math.inf:
+            self.mode = PROBE_RTT
+            self.pacing_gain = self.cwnd_gain = 1.0      # bbr_update_gains for PROBE_RTT
+            self.probe_rtts += 1
+            self._save_cwnd()
+            self.probe_rtt_done_stamp = 0.0
+        if self.mode == PROBE_RTT:
+            self.rate.app_limited = (self.rate.delivered + s.in_flight) or 1
+            if not self.probe_rtt_done_stamp and s.in_flight <= CWND_MIN_TARGET:
+                self.probe_rtt_done_stamp = now + PROBE_RTT_TIME
+                self.probe_rtt_round_done = False
+                self.next_rtt_delivered = self.rate.delivered
+            elif self.probe_rtt_done_stamp:
+                if self.round_start:
+                    self.probe_rtt_round_done = True
+                if self.probe_rtt_round_done and now > self.probe_rtt_done_stamp:
+                    self.min_rtt_stamp = now
+                    s.cwnd = max(s.cwnd, self.prior_cwnd)
+                    if self.full_bw_reached:
+                        self._reset_probe_bw(now)
+                    else:
+                        self._reset_startup()
+
+    def _save_cwnd(self) -> None:
+        s = self.s
+        if STATE_ORDER[self.prev_state] < 3 and self.mode != PROBE_RTT:
+            self.prior_cwnd = s.cwnd
+        else:
+            self.prior_cwnd = max(self.prior_cwnd, s.cwnd)
+
+    def _set_cwnd(self, acked: int, losses: int, bw: float) -> None:
+        s = self.s
+        if acked:
+            # bbr_set_cwnd_to_recover_or_restore
+            cwnd = s.cwnd
+            if losses:
+                cwnd = max(cwnd - losses, 1)
+            state = STATE_ORDER[s.state]
+            prev = STATE_ORDER[self.prev_state]
+            if state == 3 and prev != 3:
+                self.packet_conservation = True
+                self.next_rtt_delivered = self.rate.delivered
+                cwnd = s.in_flight + acked
+            elif prev >= 3 and state < 3:
+                cwnd = max(cwnd, self.prior_cwnd)
+                self.packet_conservation = False
+            self.prev_state = s.state
+            if self.packet_conservation:
+                cwnd = max(cwnd, s.in_flight + acked)
+            else:
+                target = self.inflight(bw, self.cwnd_gain)
+                if self.full_bw_reached:
+                    cwnd = min(cwnd + acked, target)
+                elif cwnd < target or self.rate.delivered < INIT_CWND:
+                    cwnd += acked
+                cwnd = max(cwnd, CWND_MIN_TARGET)
+            s.cwnd = cwnd
+        if self.mode == PROBE_RTT and s.cwnd > CWND_MIN_TARGET:
+            s.cwnd = CWND_MIN_TARGET

@@ -1,0 +1,93 @@
+"""qperf: ``qperf HOST tcp_lat | udp_lat | tcp_bw`` (``-m SIZE -t TIME``).
+
+* ``tcp_lat``/``udp_lat``: a ``-m`` byte message (default 1) goes back and forth, one at a
+  time (:class:`~ovssim.workloads.rr.Exchange`, closed loop); qperf's ``latency`` is half
+  the round trip (total time / 2 / messages), reported here as ``latency`` (ms) with the
+  round trip ``rtt_mean`` and ``transactions`` per second.  A lost UDP message ends the
+  exchange (qperf waits for it).
+* ``tcp_bw``: one stream of ``-m`` byte writes (default 64 KiB), reported as ``bw``
+  (Mbit/s of data read by the server, as qperf's ``bw``).
+
+Not simulated: ``udp_bw`` (qperf's unthrottled UDP sender is limited by the socket
+buffer and the device queue, which ovssim's UDP sources do not model).
+"""
+from __future__ import annotations
+
+from ..errors import ConfigError
+from ..tcp.spec import Option, as_cc, as_port, as_positive_time, as_size, as_time, parse_table
+from .base import Metric, RunContext, Workload
+from .netperf import NetperfTcpStream
+from .rr import Exchange
+
+QPERF_MSG_BW = 64 * 1024        # qperf's default message size for *_bw tests
+QPERF_MSG_LAT = 1               # and for *_lat tests
+QPERF_PORT = 19765
+
+_OPTS = [
+    Option("size", ("m", "msg_size"), as_size, "message size in bytes (-m)"),
+    Option("length", ("t", "time"), as_positive_time, "test time (-t), e.g. \"10s\""),
+    Option("name", ("name",), str, "a name for the results"),
+    Option("start", ("start",), as_time, "start offset"),
+    Option("port", ("port",), as_port, "the data port"),
+    Option("cc", ("C", "congestion"), as_cc, "TCP congestion control (default: the host's)"),
+]
+
+
+class QperfLat(Workload):
+    """``qperf tcp_lat`` / ``udp_lat``."""
+
+    kind = "qperf_lat"
+
+    def __init__(self, test: str, *, size: int = QPERF_MSG_LAT, length: float | None = None,
+                 name: str | None = None, start: float = 0.0, port: int = QPERF_PORT, cc: str | None = None):
+        super().__init__(name or test)
+        self.test = test
+        self.ex = Exchange(proto=test.split("_")[0], request=size, response=size, loop="closed",
+                           length=length, start=start, port=port, cc=cc)
+
+    @classmethod
+    def from_spec(cls, t: dict) -> "QperfLat":
+        test = t.get("test")
+        return cls(test, **parse_table(t, _OPTS, tool=f"qperf {test}", fixed={"tool": ("qperf",),
+                                                                            "test": (test,)}))
+
+    def start(self, ctx: RunContext) -> None:
+        self.ex.start(ctx)
+
+    def metrics(self) -> list[Metric]:
+        m = {x.name: x for x in self.ex.metrics()}
+        rtt = m["rtt_mean"].value
+        return [Metric("latency", rtt / 2, "ms"), m["rtt_mean"], m["transactions"], m["lost"]]
+
+    def samples(self):
+        return self.ex.samples()
+
+
+class QperfTcpBw(NetperfTcpStream):
+    """``qperf tcp_bw``: a bulk TCP stream of ``-m`` byte writes; ``bw`` in Mbit/s."""
+
+    kind = "qperf_tcp_bw"
+    test = "tcp_bw"
+    OPTIONS = _OPTS
+
+    def __init__(self, *, size: int = QPERF_MSG_BW, length: float | None = None, name: str | None = None,
+                 start: float = 0.0, port: int = QPERF_PORT, cc: str | None = None):
+        super().__init__(message=size, length=length, name=name or "tcp_bw", start=start, port=port, cc=cc)
+
+    @classmethod
+    def from_spec(cls, t: dict) -> "QperfTcpBw":
+        return cls(**parse_table(t, _OPTS, tool="qperf tcp_bw", fixed={"tool": ("qperf",), "test": ("tcp_bw",)}))
+
+    def metrics(self) -> list[Metric]:
+        m = super().metrics()
+        return [Metric("bw", m[0].value, "Mbit/s")] + m[1:]
+
+
+def qperf_from_spec(table: dict) -> Workload:
+    test = str(table.get("test", "")).lower()
+    if test in ("tcp_lat", "udp_lat"):
+        return QperfLat.from_spec(dict(table, test=test))
+    if test == "tcp_bw":
+        return QperfTcpBw.from_spec(dict(table, test=test))
+    raise ConfigError(f"qperf test {table.get('test')!r} is not simulated", key=f"workload.{table.get('name')}.test",
+                      fix='use test = "tcp_lat", "udp_lat" or "tcp_bw"')

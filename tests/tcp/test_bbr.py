@@ -1,0 +1,221 @@
+"""BBR v1 (ovssim/tcp/bbr.py) against the behaviour net/ipv4/tcp_bbr.c defines.
+
+Paths: tests/tcp/conftest.py (A -> rate-limited pfifo -> B, the same back), one-way delay ``delay``.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from ovssim.tcp import connect
+from ovssim.tcp.congestion import CongestionControl
+from ovssim.tcp.bbr import DRAIN, HIGH_GAIN, PROBE_BW, PROBE_RTT, STARTUP, tso_autosize
+
+
+def bulk_bbr(path, until, flows=1):
+    socks = []
+    for i in range(flows):
+        c, s = connect(path.env, path.a, path.b, 5001 + i, cc="bbr")
+        c.bulk(until)
+        socks.append((c, s))
+    return socks
+
+
+def test_startup_reaches_the_bottleneck_in_about_log2_bdp_rounds(make_path):
+    p = make_path(rate=100e6, delay=0.010, limit=10000)
+    (c, _), = bulk_bbr(p, 3.0)
+    p.env.run(until=3.0)
+    b = c.sender.cc
+    bdp_segs = 100e6 / 8 / 1514 * 0.020                       # ~165 segments
+    rounds = [r for r in b.log if r[1] == STARTUP]
+    # the round at which the max-bw estimate first reaches 90 % of the bottleneck's goodput
+    goodput = 100e6 * 1448 / (1514 + 24)        # payload share of a frame on the wire (+ preamble, FCS, IFG)
+    first = next(i for i, r in enumerate(b.log) if r[2] >= 0.9 * goodput)
+    # startup grows the delivery rate by ~2.885 (its gain) a round from 10 segments a round
+    assert first <= math.ceil(math.log(bdp_segs / 10, 2)) + 2
+    assert first >= math.floor(math.log(bdp_segs / 10, HIGH_GAIN))
+    assert rounds and any(r[1] == DRAIN for r in b.log) and b.mode == PROBE_BW
+    # the estimate settles on the bottleneck (as tcp_info's bbr_bw), within 1 %
+    assert b.bw * c.sender.mss * 8 == pytest.approx(goodput, rel=0.01)
+
+
+def test_two_flows_keep_about_one_bdp_queued_in_a_deep_fifo(make_path):
+    # BBR v1 flows are cwnd-limited at cwnd_gain (2) x BDP when they share a bottleneck:
+    # in flight ~2 BDP, i.e. one BDP waits in the queue (plus the quantization budget)
+    p = make_path(rate=100e6, delay=0.010, limit=10000)
+    socks = bulk_bbr(p, 8.0, flows=2)
+    qlen = []
+
+    def sample(_=None):
+        qlen.append(p.fwd.qdisc.backlog)
+        if p.env.now < 7.9:
+            p.env.process(tick())
+
+    def tick():
+        yield p.env.timeout(0.01)
+        sample()
+    p.env.process(tick())
+    p.env.run(until=8.0)
+    bdp = 100e6 / 8 * 0.020
+    q = np.asarray(qlen[300:])                                  # after 3 s
+    assert 0.5 * bdp < np.median(q) < 1.6 * bdp
+    assert sum(c.sender.retransmits for c, _ in socks) == 0       # 10000 packets: no loss
+
+
+def test_probe_rtt_happens_every_10_seconds(make_path):
+    # this host's kernel (data/local/tcp_window/bridge_tbf_20mbit_P1_bbr_long_*): cwnd fell to <= 4 at
+    # 10.55, 20.73 and 30.95 s of a 32 s BBR flow through a 20 Mbit/s TBF: every 10.18-10.22 s
+    p = make_path(rate=50e6, delay=0.005, limit=1000)
+    (c, _), = bulk_bbr(p, 31.0)
+    modes = []
+
+    def watch():
+        while True:
+            modes.append((p.env.now, c.sender.cc.mode, c.sender.cwnd, c.sender.cc.pacing_gain))
+            yield p.env.timeout(0.005)
+    p.env.process(watch())
+    p.env.run(until=31.0)
+    entries = [t for (t, m, _, _), (_, m0, _, _) in zip(modes[1:], modes) if m == PROBE_RTT and m0 != PROBE_RTT]
+    assert len(entries) == 3
+    gaps = np.diff([0.0] + entries)
+    # the min-RTT estimate expires 10 s after it was last refreshed (the end of the previous
+    # PROBE_RTT, which lasts >= 200 ms); at most one round trip late
+    assert all(10.0 <= g <= 10.0 + 0.25 + 0.05 for g in gaps)
+    assert all(cw <= 4 and g == 1.0 for _, m, cw, g in modes if m == PROBE_RTT)   # cwnd 4, pacing gain 1
+
+
+class FixedRate(CongestionControl):
+    """A congestion control that only paces: a fixed sk_pacing_rate and a cwnd that never binds."""
+    name = "fixed"
+
+    def __init__(self, rate):
+        super().__init__()
+        self.rate = rate
+
+    def attach(self, sender):
+        super().attach(sender)
+        sender.pacing_rate = self.rate
+        sender.cwnd = 100000
+
+    def ssthresh(self):
+        return self.s.ssthresh
+
+    def cong_avoid(self, acked, now):
+        return None
+
+    def cong_control(self, acked, delivered, now):
+        self.s.cwnd = 100000
+
+
+@pytest.mark.parametrize("rate_bps", [10e6, 37e6])
+def test_a_paced_flow_leaves_at_its_pacing_rate(make_path, rate_bps):
+    # a 1 Gbit/s link: departures show the sender's pacing (tcp_update_skb_after_send) and not the link
+    p = make_path(rate=1e9, delay=0.010, limit=100000)
+    c, _ = connect(p.env, p.a, p.b, 5001, cc=FixedRate(rate_bps / 8), sndbuf=10_000_000, rcvbuf=10_000_000)
+    c.bulk(2.0)
+    sends = []
+    out = p.a.out
+
+    class Tap:
+        def put(self, pkt):
+            if pkt.payload:
+                sends.append((p.env.now, pkt.payload))
+            out.put(pkt)
+    p.a.out = Tap()
+    p.env.run(until=2.0)
+    t = np.asarray([x[0] for x in sends])
+    n = np.asarray([x[1] for x in sends])
+    # the first 10 segments leave unpaced (tp->data_segs_out >= 10), then one mss per mss / rate
+    gaps = np.diff(t[10:])
+    assert gaps == pytest.approx(n[10:-1] / (rate_bps / 8), rel=1e-6)
+    assert np.sum(n) * 8 / t[-1] == pytest.approx(rate_bps, rel=0.01)
+
+
+def test_tso_goal_is_a_full_gso_skb_on_a_short_path():
+    # tcp_tso_autosize with tcp_tso_rtt_log = 9: min RTT under 512 us adds a whole 64 KB
+    assert tso_autosize(5e6, 50e-6, 1448, 2) == 45
+    assert tso_autosize(5e6, 0.020, 1448, 2) == 3           # 5 MB/s >> 10 = 4.9 kB
+
+
+def test_bbr_quantization_budget_uses_one_ms_of_its_pacing_rate(make_path):
+    # bbr_tso_segs_goal ignores the min-RTT term: 3 x max(2, rate/1024/mss) segments over the BDP
+    p = make_path(rate=20e6, delay=0.00002, limit=10000)
+    (c, _), = bulk_bbr(p, 4.0)
+    p.env.run(until=4.0)
+    b = c.sender.cc
+    assert b.tso_segs_goal() == max(2, int(c.sender.pacing_rate / 1024 // 1448))
+    goal = b.inflight(b.bw, 1.0) - b.bdp(b.bw, 1.0)
+    assert goal <= 3 * b.tso_segs_goal() + 1 + (2 if b.cycle_idx == 0 else 0)
+
+
+@pytest.mark.parametrize("rate_bps", [10e6, 37e6])
+def test_with_fq_the_qdisc_paces_by_the_senders_timestamps(rate_bps):
+    # fq on the sender's own device (SK_PACING_FQ): TCP stamps each segment's departure time
+    # and hands it over at once; fq releases it at that time -- the same spacing as internal pacing
+    import simpy
+    from ovssim.path.endpoint import Endpoint
+    from ovssim.path.port import EgressPort
+
+    env = simpy.Environment()
+    a, b = Endpoint(env, "a"), Endpoint(env, "b")
+    a.fq_pacing = True
+    fwd = EgressPort(env, 1e9, {"kind": "fq"}, out=b, prop_delay=0.010, name="fwd")
+    rev = EgressPort(env, 1e9, {"kind": "pfifo", "limit": 1000}, out=a, prop_delay=0.010, name="rev")
+    a.out, b.out = fwd, rev
+    c, _ = connect(env, a, b, 5001, cc=FixedRate(rate_bps / 8), sndbuf=10_000_000, rcvbuf=10_000_000)
+    arrivals = []
+    orig = b.put
+
+    def put(pkt):
+        if pkt.payload:
+            arrivals.append((max(pkt.t, env.now), pkt.payload))
+        orig(pkt)
+    b.put = put
+    c.bulk(2.0)
+    env.run(until=2.0)
+    assert c.sender.pacing_fq
+    assert fwd.qdisc.throttled_count > 100
+    t = np.asarray([x[0] for x in arrivals])
+    n = np.asarray([x[1] for x in arrivals])
+    assert np.diff(t[10:]) == pytest.approx(n[10:-1] / (rate_bps / 8), rel=1e-6)
+
+
+def test_cubic_behind_fq_is_paced_at_120_percent_of_cwnd_over_srtt(make_path):
+    p = make_path(rate=100e6, delay=0.010)
+    p.a.fq_pacing = True
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="cubic")
+    c.bulk(3.0)
+    p.env.run(until=3.0)
+    s = c.sender
+    ratio = 2.0 if s.cwnd < s.ssthresh / 2 else 1.2
+    assert s.pacing_rate == pytest.approx(ratio * max(s.cwnd, s.packets_out) * s.mss / s.rtt.srtt, rel=1e-9)
+
+
+def test_bbr_keeps_the_link_busy_under_random_loss_where_cubic_does_not(make_path):
+    # BBR v1 does not take packet loss as a congestion signal (its model is bandwidth and RTT):
+    # 1 % random loss barely dents it, while CUBIC's window collapses
+    def goodput(cc):
+        p = make_path(rate=100e6, delay=0.010, loss_p=0.01, seed=4)
+        c, s = connect(p.env, p.a, p.b, 5001, cc=cc)
+        c.bulk(6.0)
+        got = []
+        s.receiver.on_deliver = lambda n, now: got.append(n) if now > 2.0 else None
+        p.env.run(until=6.0)
+        return sum(got) * 8 / 4.0 / 1e6, c.sender
+    bbr, sb = goodput("bbr")
+    cubic, _ = goodput("cubic")
+    assert sb.retransmits > 100 and sb.fast_recoveries > 10      # the loss recovery ran
+    assert bbr > 0.85 * 100 * 1448 / 1538
+    assert cubic < 0.5 * bbr
+
+
+def test_request_response_tools_run_over_bbr(make_path):
+    from ovssim.workloads.registry import make_workload
+    for table in ({"tool": "netperf", "test": "TCP_RR", "K": "bbr"},
+                  {"tool": "sockperf", "mode": "under-load", "proto": "tcp", "mps": 2000, "C": "bbr"}):
+        p = make_path(rate=100e6, delay=0.002)
+        w = make_workload(table)
+        w.start(p.ctx(1.0))
+        p.env.run(until=1.5)
+        m = {x.name: x.value for x in w.metrics()}
+        assert m["transactions"] > 0

@@ -1,0 +1,156 @@
+"""Linux's buffer autotuning (ovssim/tcp/buffers.py) against the kernel's rules and this host's kernel.
+
+Real values from this machine (kernel 6.18, data/local/tcp_window, ``ss -tinm``): a CUBIC sender's
+sk_sndbuf (``tb``) was 847872 at cwnd 184 and 1198080 at cwnd 260 -- 2 x cwnd x 2304
+(tcp_sndbuf_expand) -- and 4194304 (= tcp_wmem[2]) once cwnd passed ~910.
+"""
+import pytest
+
+from ovssim.errors import ConfigError
+from ovssim.tcp import connect
+from ovssim.tcp.buffers import ReceiveBuffer, SendBuffer, TcpSysctls, per_mss_truesize
+
+
+@pytest.mark.parametrize("cwnd, tb", [(184, 847872), (260, 1198080), (2000, 4194304)])
+def test_send_buffer_grows_as_the_kernel_measured_here(cwnd, tb):
+    sb = SendBuffer(mss=1448)
+    sb.expand(cwnd)
+    assert sb.sk_sndbuf == tb
+
+
+def test_send_buffer_never_shrinks_and_starts_at_the_initial_window():
+    sb = SendBuffer(mss=1448)
+    assert sb.sk_sndbuf == 2 * 10 * per_mss_truesize(1448) == 46080
+    sb.expand(500)
+    before = sb.sk_sndbuf
+    assert not sb.expand(100)
+    assert sb.sk_sndbuf == before
+
+
+def test_receive_buffer_sizes_for_twice_a_round_trip_of_data():
+    rb = ReceiveBuffer(mss=1448)
+    assert rb.window() == 65160            # tcp_rmem[1] x 1/2, whole segments, before any data
+    rtt, gap = 0.010, 1448 * 8 / 100e6      # segments arriving at 100 Mbit/s, 10 ms round trips
+    per_rtt = 100e6 / 8 * rtt
+    copied = 0
+    for k in range(1, 9000):                 # ~1 s
+        copied += 1448
+        t = k * gap
+        rb.on_data(copied, 1448, t - rtt, t)
+    # steady state: a round trip's worth of data copied per measurement (one segment of slack)
+    assert per_rtt <= rb.space <= per_rtt + 2 * 1448
+    assert rb.win_from_space(rb.sk_rcvbuf) >= 2 * per_rtt + 16 * 1448
+    assert rb.sk_rcvbuf <= rb.rmem[2]
+
+
+@pytest.mark.parametrize("rmax", [262144, 524288])
+def test_a_small_tcp_rmem_max_caps_throughput_at_window_over_rtt(make_path, rmax):
+    # 100 Mbit/s, 2 x 20 ms: the BDP (500 kB) is above the capped window, so the flow is window-limited
+    p = make_path(rate=100e6, delay=0.020)
+    sysctls = TcpSysctls.from_mapping({"net.ipv4.tcp_rmem": f"4096 131072 {rmax}"})
+    c, s = connect(p.env, p.a, p.b, 5001, cc="cubic", sysctls=sysctls)
+    c.bulk(6.0)
+    got = []
+    s.receiver.on_deliver = lambda n, now: got.append((now, n)) if now > 3.0 else None
+    p.env.run(until=6.0)
+    rate = sum(n for _, n in got) / 3.0
+    window = s.receiver.window()
+    assert window <= int(rmax * s.receiver.autotune.ratio)
+    rtt = 0.040 + 1514 * 8 / 100e6
+    assert rate == pytest.approx(window / rtt, rel=0.08)
+    assert c.sender.snd_wnd == window
+
+
+def test_small_tcp_wmem_max_bounds_data_in_flight(make_path):
+    p = make_path(rate=100e6, delay=0.020)
+    sysctls = TcpSysctls.from_mapping({"net.ipv4.tcp_wmem": "4096 16384 262144"})
+    c, s = connect(p.env, p.a, p.b, 5001, cc="cubic", sysctls=sysctls)
+    c.bulk(3.0)
+    rows = c.sample_windows(0.05, 3.0)
+    p.env.run(until=3.0)
+    assert max(r["tb"] for r in rows) == 262144
+    assert max(r["bytes_in_flight"] for r in rows) <= c.sender.sndbuf_auto.payload
+    assert max(r["bytes_in_flight"] for r in rows) > 0.9 * c.sender.sndbuf_auto.payload
+
+
+def test_windows_grow_over_time_in_the_sampled_trace(make_path):
+    p = make_path(rate=100e6, delay=0.010)
+    c, s = connect(p.env, p.a, p.b, 5001, cc="cubic")
+    c.bulk(2.0)
+    rows = s.sample_windows(0.02, 2.0)
+    snd = c.sample_windows(0.02, 2.0)
+    p.env.run(until=2.0)
+    rb = [r["rb"] for r in rows]
+    assert rb == sorted(rb) and rb[-1] > 4 * rb[0]
+    tb = [r["tb"] for r in snd]
+    assert tb == sorted(tb) and tb[-1] > 4 * tb[0]
+
+
+def test_bad_sysctl_is_one_clear_error():
+    with pytest.raises(ConfigError, match="tcp_rmem"):
+        TcpSysctls.from_mapping({"net.ipv4.tcp_rmem": "4096 131072"})
+    with pytest.raises(ConfigError, match="unknown TCP sysctl"):
+        TcpSysctls.from_mapping({"net.ipv4.tcp_foo": "1"})
+
+
+def test_the_host_default_congestion_control_is_followed(make_path):
+    p = make_path()
+    p.a.tcp_sysctls = TcpSysctls(congestion_control="reno")
+    c, _ = connect(p.env, p.a, p.b, 5001)
+    assert c.sender.cc.name in ("reno", "newreno")
+
+
+def test_a_vm_sysctl_table_sets_the_default_congestion_control_tools_follow():
+    import copy
+    from pathlib import Path
+
+    import numpy as np
+    import simpy
+
+    from ovssim.profile import Profile
+    from ovssim.scenario import load_scenario
+    from ovssim.topology import build
+
+    sc = Path(__file__).resolve().parents[2] / "validation" / "scenarios" / "local_netns.toml"
+    d = copy.deepcopy({k: v for k, v in load_scenario(sc).data.items() if not k.startswith("_")})
+    for vm in d["vm"]:
+        if vm["name"] == "ns1":
+            vm["sysctl"] = {"net.ipv4.tcp_congestion_control": "bbr", "net.ipv4.tcp_wmem": "4096 16384 1048576"}
+    s = load_scenario(d)
+    env = simpy.Environment()
+    topo = build(env, s, Profile.load(s.profile, relative_to=s.base_dir),
+                 lambda name: np.random.default_rng(0))
+    ns1, ns2 = topo.endpoints["ns1"], topo.endpoints["ns2"]
+    c, srv = connect(env, ns1, ns2, 5001)              # no -C: the host's default
+    assert c.sender.cc.name == "bbr" and srv.sender.cc.name == "cubic"
+    assert c.sender.sndbuf_auto.wmem[2] == 1048576
+
+
+def test_iperf3_results_show_the_windows_over_time(make_path):
+    from ovssim.workloads.registry import make_workload
+    p = make_path(rate=50e6, delay=0.005)
+    w = make_workload({"tool": "iperf3", "proto": "tcp", "P": 2, "t": "2s", "C": "cubic"})
+    w.start(p.ctx(2.0))
+    p.env.run(until=2.5)
+    smp = w.samples()
+    m = {x.name: x.value for x in w.metrics()}
+    for key in ("in_flight", "rwnd", "sndbuf", "rcvbuf"):
+        assert smp[key].size >= 2 * 150            # every 10 ms, two streams
+    # buffers only grow, the sender never has more in flight than its buffer holds
+    assert smp["sndbuf"].max() > smp["sndbuf"][0]
+    assert smp["in_flight"].max() <= max(c.sender.sndbuf for c, _ in w.streams)
+    assert m["max_snd_cwnd"] == max(max(c for _, c, _ in c.sender.cwnd_log) * c.sender.mss for c, _ in w.streams)
+
+
+def test_a_bad_vm_sysctl_names_the_vm_and_the_key():
+    import copy
+    from pathlib import Path
+
+    from ovssim.runner import run_scenario
+    from ovssim.scenario import load_scenario
+
+    sc = Path(__file__).resolve().parents[2] / "validation" / "scenarios" / "local_netns.toml"
+    d = copy.deepcopy({k: v for k, v in load_scenario(sc).data.items() if not k.startswith("_")})
+    d["vm"][0]["sysctl"] = {"net.ipv4.tcp_wmem": "4096 16384"}
+    with pytest.raises(ConfigError, match=r"vm\.ns1\.sysctl\.net\.ipv4\.tcp_wmem"):
+        run_scenario(d, reps=1)
