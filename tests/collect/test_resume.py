@@ -176,7 +176,7 @@ def test_skipped_runs_with_a_reason_count_as_done(camp, tmp_path, monkeypatch):
 def test_bundled_campaigns_are_recorded_under_their_own_name():
     """Each bundled campaign's metadata, journal and tidy table name the campaign of its
     campaign.toml (they named its last workload: load_campaign reused ``name`` in a loop)."""
-    dirs = sorted(p.parent for p in (ROOT / "data" / "local").glob("**/runs.jsonl"))
+    dirs = sorted(p.parent for p in (ROOT / "data").glob("**/runs.jsonl"))
     assert len(dirs) >= 7
     for d in dirs:
         name = tomllib.loads((d / "campaign.toml").read_text())["campaign"]["name"]
