@@ -37,6 +37,7 @@ class QperfLat(Workload):
     """``qperf tcp_lat`` / ``udp_lat``."""
 
     kind = "qperf_lat"
+    OPTIONS = _OPTS
 
     def __init__(self, test: str, *, size: int = QPERF_MSG_LAT, length: float | None = None,
                  name: str | None = None, start: float = 0.0, port: int = QPERF_PORT, cc: str | None = None):

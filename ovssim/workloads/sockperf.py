@@ -57,6 +57,7 @@ _OPTS = [
 
 class Sockperf(Workload):
     kind = "sockperf"
+    OPTIONS = _OPTS
 
     def __init__(self, mode: str, *, size: int = SOCKPERF_MSG, mps: float | None = SOCKPERF_MPS,
                  reply_every: int = SOCKPERF_REPLY_EVERY, proto: str = "udp", length: float | None = None,
