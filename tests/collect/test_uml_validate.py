@@ -1,5 +1,5 @@
 """The UML schedulers section: the simulated qdiscs are the campaign's, and its fast subset stays as good
-as the committed validation/uml_report.json (no UML needed: it reads data/uml)."""
+as the committed validation/results.json (no UML needed: it reads data/uml)."""
 import json
 import math
 
@@ -12,7 +12,7 @@ from ovssim.validate.base import ROOT, Settings
 from ovssim.validate.simulate import Runner
 
 CAMPAIGN = ROOT / "data" / "campaigns" / "uml-schedulers.toml"
-COMMITTED = ROOT / "validation" / "uml_report.json"
+COMMITTED = ROOT / "validation" / "results.json"
 
 
 def test_simulated_qdiscs_are_the_campaigns():
