@@ -10,9 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
-import signal
 import sys
-import threading
 from pathlib import Path
 
 import click
@@ -137,7 +135,9 @@ def _fmt_table(summary) -> str:
 @click.option("--seed", type=SEED, default=None, help="base seed (default: the file's)")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="write here instead of stdout")
-@click.option("--force", is_flag=True, help="replace --out if it exists")
+@click.option("--force", is_flag=True, help="replace --out (and --plot) if it exists")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also draw the results to this PNG: metrics with their 95%% CIs, ECDFs of RTTs and delays")
 @click.option("--profile", default=None, help="calibration profile (name in calibration/, path, or 'default')")
 @click.option("--progress/--no-progress", default=None, help="progress display (default: when stderr is a terminal)")
 @click.option("--workers", type=WORKERS, default=None,
@@ -148,16 +148,18 @@ def _fmt_table(summary) -> str:
 @click.option("--steady-state", is_flag=True,
               help="one long replication: MSER-5 warm-up deletion and batch-means 95%% CIs of every sample series "
                    "(RTTs, delays) instead of replications")
-def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separately, precision, abs_precision,
-        min_reps, max_reps, steady_state):
+def run(scenario, reps, seed, fmt, out, force, plot, profile, progress, workers, separately, precision,
+        abs_precision, min_reps, max_reps, steady_state):
     """Run SCENARIO.toml and print throughput, RTT, jitter and loss with 95% CIs."""
     from .atomic import check_output, write_atomic
     from .profile import Profile
     from .runner import local_cores, run_scenario
     from .scenario import load_scenario
-    if out is not None:
-        check_output(out, overwrite=force, what="--out")       # before the simulation, not after it
+    for path, what in ((out, "--out"), (plot, "--plot")):
+        if path is not None:
+            check_output(path, overwrite=force, what=what)     # before the simulation, not after it
     sc = load_scenario(scenario)
+    samples = {}
     prec = precision_from_cli(precision, abs_precision, min_reps, max_reps, reps)
     prof = Profile.load(sc.profile if profile is None else profile, relative_to=sc.base_dir)
     if progress is None:
@@ -179,7 +181,7 @@ def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separ
         summary, stops = _run_separately(sc, kw)
     else:
         res = run_scenario(sc, **kw)
-        summary, stops = res.summary, [(sc.name, res.stopping)]
+        summary, stops, samples = res.summary, [(sc.name, res.stopping)], res.samples
     for name, st in stops:
         if st is not None:
             click.echo(stopping_line(name, st), err=True)
@@ -195,6 +197,9 @@ def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separ
         write_atomic(out, text, overwrite=force, what="--out")
     else:
         click.echo(text, nl=not text.endswith("\n"))
+    if plot is not None and not steady_state:
+        from .plots import run_figure
+        click.echo(f"figure: {run_figure(summary, samples, plot, overwrite=force)}", err=True)
 
 
 def _run_separately(sc, kw):
@@ -228,24 +233,14 @@ def _run_separately(sc, kw):
     return pd.concat(parts, ignore_index=True), stops
 
 
-def _interrupt(signum, _frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def main(argv=None) -> int:
     """Entry point: run the CLI, turning user errors into one line and exit status 2.
 
     SIGTERM (``kill``, ``timeout``, batch schedulers, ``docker stop``) and SIGHUP (a closed terminal) are
     handled as Ctrl-C: every command that started processes stops them before exiting."""
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, _interrupt)
-    try:
+    from .signals import signals_interrupt
+    with signals_interrupt():
         return _main(argv)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _main(argv) -> int:

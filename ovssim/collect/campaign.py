@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import ConfigError, DataError
 from . import bounds
 from .qos import AppliedQos, QdiscSpec, QosError, probe_qdiscs, root_counters, tc_stats
-from .signals import signals_interrupt
+from ..signals import signals_interrupt
 from .shell import CommandError, check_name, run, ssh_prefix, tool_version, which
 from .store import CampaignStore
 from ..atomic import write_atomic

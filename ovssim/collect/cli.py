@@ -14,7 +14,7 @@ import click
 from ..errors import ConfigError, OvssimError
 from ..tomlfile import read_toml
 from . import bounds
-from .signals import signals_interrupt
+from ..signals import signals_interrupt
 
 
 def _fail(exc: Exception):

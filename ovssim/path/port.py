@@ -39,16 +39,14 @@ from __future__ import annotations
 
 from collections import deque
 
-from heapq import heappush
 
-from simpy.events import NORMAL
 
 from .. import units
 from ..packet import ETH_PREAMBLE_FCS_IFG
 from ..qdisc import make_qdisc
 from ..qdisc.base import Device
 from ..qdisc.pfifo import PFifo
-from ..sched import Call
+from ..sched import call_at
 from .afpacket import truesize
 from .cpu import conn_key
 from .port_events import EventTx
@@ -134,8 +132,7 @@ class EgressPort(AnalyticFifoTx, LookaheadTx, EventTx):
         env = self.env
         t = pkt.t
         if t > env._now:
-            # call_at(env, t, self._arrive_cb, pkt), inlined: the hottest line of a run
-            heappush(env._queue, (t, NORMAL, next(env._eid), Call(self._arrive_cb, pkt)))
+            call_at(env, t, self._arrive_cb, pkt)
         else:
             self._arrive_cb(pkt)
 

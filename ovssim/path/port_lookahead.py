@@ -6,11 +6,9 @@ holds packets arms the watchdog (``qdisc_watchdog_schedule_ns``).
 """
 from __future__ import annotations
 
-from heapq import heappush
 
-from simpy.events import NORMAL
 
-from ..sched import FIRE, Call
+from ..sched import FIRE, Call, schedule
 from .afpacket import truesize
 
 _INF = float("inf")
@@ -84,7 +82,7 @@ class LookaheadTx:
             wake.callbacks = FIRE
         self._wake = wake
         env = self.env
-        heappush(env._queue, (t, NORMAL, next(env._eid), wake))
+        schedule(env, t, wake)
 
     def _kick_la(self, now: float) -> None:
         """``_kick`` with lookahead, at ``now`` (= ``env.now``): the same dequeues, events
@@ -185,7 +183,7 @@ class LookaheadTx:
             self._watchdog_at = w
             self._watchdog = self._watchdog_call = wd
             env = self.env
-            heappush(env._queue, (w, NORMAL, next(env._eid), wd))
+            schedule(env, w, wd)
 
     def _on_watchdog_la(self, _ev=None) -> None:
         self._watchdog = None

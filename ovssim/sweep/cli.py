@@ -92,11 +92,17 @@ def _with(options):
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="results directory (default: sweep-<name> next to the current directory)")
 @click.option("--reps", type=REPS, default=None, help="replications (default: the file's)")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also draw every point's metrics with their 95%% CIs to this PNG")
 @precision_options
 @_with(_exec_options)
-def sweep(sweep_file, out, reps, precision, abs_precision, min_reps, max_reps, workers, dask, resume, progress):
+def sweep(sweep_file, out, reps, plot, precision, abs_precision, min_reps, max_reps, workers, dask, resume,
+          progress):
     """Run every point x replication of SWEEP.toml in parallel; each finished run is saved as it completes."""
     from . import load_sweep, run_sweep
+    if plot is not None:
+        from ..atomic import check_output
+        check_output(plot, overwrite=True, what="--plot")       # before the runs, not after them
     sw = load_sweep(sweep_file, reps=reps)
     prec = precision_from_cli(precision, abs_precision, min_reps, max_reps, reps, sw.precision)
     if prec is not None:
@@ -119,6 +125,10 @@ def sweep(sweep_file, out, reps, precision, abs_precision, min_reps, max_reps, w
             wide = summ.pivot_table(index="label", columns="metric", values="value", aggfunc="first", sort=False)
             with pd.option_context("display.width", 200, "display.max_columns", 12, "display.max_colwidth", 40):
                 click.echo(wide.to_string())
+    if plot is not None:
+        import pandas as pd
+        from ..plots import sweep_figure
+        click.echo(f"figure: {sweep_figure(pd.read_csv(Path(out) / 'summary.csv'), plot)}", err=True)
     _check_failures(rep)
 
 

@@ -33,10 +33,8 @@ datagrams see almost none.
 """
 from __future__ import annotations
 
-from heapq import heappush
 
 import numpy as np
-from simpy.events import NORMAL
 
 from .. import units
 from ..errors import ConfigError
@@ -44,7 +42,7 @@ from ..metrics import DelayStats, JitterEstimator
 from ..steady import MeanAbsDiff
 from ..packet import FlowKey, Packet, udp_frame_size
 from ..path.cpu import conn_key
-from ..sched import FIRE, call_at
+from ..sched import FIRE, call_at, schedule
 from .base import Metric, RunContext, Workload
 
 IPERF_PORT = 5001
@@ -169,7 +167,7 @@ class IperfUdp(Workload):
             timer.arg = timer
         else:
             timer.callbacks = FIRE
-            heappush(env._queue, (nxt, NORMAL, next(env._eid), timer))
+            schedule(env, nxt, timer)
 
     def _received(self, pkt) -> None:
         now = self.env._now
@@ -317,5 +315,5 @@ class Iperf3Udp(IperfUdp):
             timer.arg = timer
         else:                             # the Call that has just fired, re-armed
             timer.callbacks = FIRE
-            heappush(env._queue, (at, NORMAL, next(env._eid), timer))
+            schedule(env, at, timer)
 

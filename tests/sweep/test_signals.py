@@ -57,7 +57,9 @@ def _wait_for_workers(marker, n, timeout=60.0):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 @pytest.mark.parametrize("command", ["sweep", "run"])
 def test_a_signal_stops_every_process(tmp_path, sig, command):
-    (tmp_path / "tiny.toml").write_text(SCENARIO.replace('duration = "0.3s"', 'duration = "20s"'))
+    # long enough that the signal always comes while the workers are inside a replication (a 20-s one
+    # takes under a second on a quiet machine)
+    (tmp_path / "tiny.toml").write_text(SCENARIO.replace('duration = "0.3s"', 'duration = "600s"'))
     (tmp_path / "sweep.toml").write_text('[sweep]\nbase = "tiny.toml"\nreps = 6\n\n'
                                          '[grid]\n"vm.vm1.qdisc" = [{kind = "pfifo"}, {kind = "sfq"}]\n')
     argv = (["sweep", "sweep.toml", "--workers", "2", "--out", "out", "--no-progress"] if command == "sweep" else
@@ -66,7 +68,7 @@ def test_a_signal_stops_every_process(tmp_path, sig, command):
     proc = _start(tmp_path, argv, marker)
     try:
         _wait_for_workers(marker, 4)            # the command, the forkserver and two workers
-        time.sleep(1.0)                         # the workers are inside a 20 s replication
+        time.sleep(1.0)                         # the workers are inside a 600-s replication
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:

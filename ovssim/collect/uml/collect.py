@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ...errors import ConfigError
 from ..campaign import load_campaign
-from ..signals import signals_interrupt
+from ...signals import signals_interrupt
 from ..shell import CommandError
 from ...atomic import write_atomic
 from .instance import IO, UmlInstance

@@ -1,8 +1,8 @@
-"""SIGTERM and SIGHUP end the collector the way Ctrl-C does.
+"""SIGTERM and SIGHUP end an ovssim command (a run, a sweep, a collector) the way Ctrl-C does.
 
 ``kill``, ``timeout``, batch schedulers and ``docker stop`` send SIGTERM; a closed terminal
 sends SIGHUP.  Their default action ends Python without unwinding, so no ``finally`` runs and
-the testbed (OVS daemons, namespaces, work folder) stays behind.  Inside
+the testbed (OVS daemons, namespaces, work folder) or a sweep's worker processes stay behind.  Inside
 :func:`signals_interrupt` both raise :class:`KeyboardInterrupt` instead, so every clean-up
 path written for Ctrl-C runs for them too.
 """
