@@ -96,16 +96,24 @@ def _fmt_table(summary) -> str:
               help="processes running replications (default: one per local core; results do not depend on it)")
 @click.option("--separately", is_flag=True,
               help="run each [[workload]] on its own, as the thesis ran its tests (system rows are per test)")
-def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separately):
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help='a change for this run: "params.ovs.handlers=2" (beats the profiles and [params]) or any '
+                   'scenario key, e.g. "vm.vm1.qdisc=sfq" (repeatable)')
+def run(scenario, reps, seed, fmt, out, force, profile, progress, workers, separately, sets):
     """Run SCENARIO.toml and print throughput, RTT, jitter and loss with 95% CIs."""
     from .atomic import check_output, write_atomic
-    from .profile import Profile
+    from .precedence import resolve, split_sets
     from .runner import local_cores, run_scenario
     from .scenario import load_scenario
     if out is not None:
         check_output(out, overwrite=force, what="--out")       # before the simulation, not after it
     sc = load_scenario(scenario)
-    prof = Profile.load(sc.profile if profile is None else profile, relative_to=sc.base_dir)
+    params, changes = split_sets(sets)
+    if changes:
+        sc = sc.replace(**changes)
+    prof = resolve(sc, profile=profile, sets=params)       # the documented order (ovssim.precedence)
+    for line in prof.notes():
+        click.echo(f"ovssim: {line}", err=True)
     if progress is None:
         progress = sys.stderr.isatty()
     kw = dict(reps=reps, seed=seed, progress=progress, profile=prof, workers=workers or local_cores())

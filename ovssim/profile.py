@@ -48,6 +48,7 @@ for _k in VIF_KINDS:
     SCHEMA[f"vif.{_k}.cpu_per_byte"] = "time"
 
 PROFILE_DIRS = (Path("calibration"),)
+DEFAULT_LABEL = "default profile"      # the origin of a value of the embedded default
 TABLES = {"profile", "provenance", "fit", "params", "uncertainty", "sources"}
 PROFILE_KEYS = {"name", "description", "base", "ovssim_version"}
 
@@ -88,6 +89,10 @@ class Profile:
         self.params: dict = dict(base.params) if base is not None else {}
         self.params.update(own)
         self.own_params = set(own)
+        # which profile (or override) set each value: "default profile", "profile NAME (FILE)", ...
+        self.label = DEFAULT_LABEL if self.name == "default" and base is None else f"profile {self.name} ({source})"
+        self.origin: dict[str, str] = dict(base.origin) if base is not None else {}
+        self.origin.update(dict.fromkeys(own, self.label))
         missing = [k for k in SCHEMA if k not in self.params]
         if missing:
             raise ConfigError(f"profile lacks parameters: {', '.join(missing[:6])}"
@@ -178,8 +183,14 @@ class Profile:
         p.__dict__.update(self.__dict__)
         p.params = dict(self.params)
         p.params.update(overrides)
+        p.origin = {**self.origin, **dict.fromkeys(overrides, source)}
         p._dists = {}
         return p
+
+    def explicit(self) -> set[str]:
+        """The keys set by something other than the embedded default profile (this profile, its bases,
+        overrides): what a profile given on the command line imposes (:mod:`ovssim.precedence`)."""
+        return {k for k, o in self.origin.items() if o != DEFAULT_LABEL}
 
     # -- access --------------------------------------------------------------------
     def dist(self, key: str) -> Distribution:

@@ -18,6 +18,7 @@ import pandas as pd
 import simpy
 
 from .metrics import summarise
+from .precedence import Resolved, resolve
 from .profile import Profile
 from .scenario import Scenario, load_scenario
 from .sched import run_until
@@ -174,20 +175,20 @@ def _replications(sc: Scenario, profile: Profile, n: int, seed: int, workers: in
 
 
 def run_scenario(scenario, reps: int | None = None, seed: int | None = None, progress: bool = False,
-                 profile: Profile | None = None, workers: int = 1,
-                 pool: ReplicationPool | None = None) -> RunResult:
+                 profile: "Profile | str | Resolved | None" = None, workers: int = 1,
+                 pool: ReplicationPool | None = None, sets: dict | None = None) -> RunResult:
     """Run all replications of ``scenario`` (a path, dict or :class:`Scenario`).
 
-    ``workers`` > 1 runs them on that many local processes (at most one per replication), or
+    ``profile``: the caller's profile, replacing the scenario's (a name, path or :class:`Profile`; its
+    values beat the scenario's ``[params]``); ``sets``: parameter values for this run alone.  The order
+    is :mod:`ovssim.precedence`'s.  ``workers`` > 1 runs them on that many local processes (at most one per replication), or
     ``pool`` on its processes; the results are identical to a serial run.  The processes are
     started with ``forkserver``, which imports the calling script again: a script that asks for
     workers must guard its entry point with ``if __name__ == "__main__":``."""
     sc = load_scenario(scenario)
-    if profile is None:
-        profile = Profile.load(sc.profile, relative_to=sc.base_dir)
-    overrides = sc.data.get("params") or {}
-    if overrides:
-        profile = profile.with_overrides(overrides, source=f"{sc.file} [params]")
+    # the documented order (ovssim.precedence): ``profile`` is the caller's (it beats the scenario's
+    # [params] where it sets a value), ``sets`` beat everything; a Resolved is used as it is
+    profile = profile.profile if isinstance(profile, Resolved) else resolve(sc, profile=profile, sets=sets).profile
     n = sc.reps if reps is None else reps
     seed = sc.seed if seed is None else seed
     all_rows, all_samples, all_counters = [], {}, []
