@@ -12,6 +12,10 @@ Lowest first; a later source replaces the values of an earlier one, key by key:
 5. ``--set``      values given for this run alone: ``ovssim run --set params.KEY=VALUE``, ``whatif --set``,
                   a sweep point's ``params.*`` changes, a calibration's trial values.
 
+Then, when the scenario gives ``speed_index`` (the simulated host's, as ``ovssim.collect.state`` measures
+it), every CPU cost of the result (``ovssim.profile.CPU_COSTS``) is scaled by the profile's ``[state]
+speed_index`` over it: all values are taken to be stated for the machine state the profile was fitted on.
+
 Why ``[params]`` sits between the two kinds of profile: a scenario's ``[params]`` are written against the
 profile the same file names (modelling choices such as "a single log-normal here, so its scale can be
 fitted"), so they refine it; a profile named on the command line is the user's later, more specific word
@@ -83,6 +87,10 @@ def resolve(scenario, *, profile: "Profile | str | None" = None, sets: dict | No
         if scenario.profile not in ("default", chosen.name):
             overrides.append((named, "all", f"the scenario's profile {scenario.profile!r}"))
     prof = _apply(prof, dict(sets or {}), "--set", overrides)
+    if scenario.speed_index is not None:                  # last: every value is stated for the profile's state
+        factor = prof.state.get("speed_index", 0) / scenario.speed_index
+        prof = prof.scaled(scenario.speed_index)
+        overrides.append(("scenario.speed_index", "CPU costs", f"{prof.name}'s state (x{factor:.3g})"))
     return Resolved(prof, overrides)
 
 

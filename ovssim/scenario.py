@@ -3,7 +3,7 @@
 This is the only module that reads scenario files.  Layout (every table is
 optional except ``[scenario]``, ``[[host]]`` and ``[[workload]]``)::
 
-    [scenario]   name, description, duration ("10s"), reps, seed, profile, warmup
+    [scenario]   name, description, duration ("10s"), reps, seed, profile, warmup, speed_index
     [params]     "dotted.profile.name" = value     # overrides the profile
     [[host]]     name, cores
     [[bridge]]   name, host, kind = "ovs" | "linux", chain = 1..9, link = "patch" | "veth",
@@ -32,7 +32,8 @@ from .path.vif import VIF_KINDS
 
 SECTIONS = {"scenario", "params", "host", "bridge", "vm", "nic", "switch", "workload"}
 KEYS = {
-    "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every"},
+    "scenario": {"name", "description", "duration", "reps", "seed", "profile", "warmup", "trace_every",
+                 "speed_index"},
     "host": {"name", "cores"},
     "bridge": {"name", "host", "kind", "chain", "link", "uplink", "flows", "datapath_type"},
     "vm": {"name", "host", "vif", "vcpus", "bridge", "vlan", "trunks", "qdisc", "mtu"},
@@ -54,6 +55,7 @@ class Scenario:
     seed: int = 1
     profile: str = "default"
     trace_every: int = 0
+    speed_index: float | None = None     # the simulated host's (ovssim.collect.state); None: the profile's
 
     @property
     def hosts(self) -> list[dict]:
@@ -171,6 +173,11 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
     seed = _conv(file, "scenario.seed", lambda v: units.whole(v, "seed", 0, units.SEED_MAX), sc.get("seed", 1))
     trace_every = _conv(file, "scenario.trace_every", lambda v: units.whole(v, "trace_every", 0),
                         sc.get("trace_every", 0))
+    speed_index = sc.get("speed_index")
+    if speed_index is not None and (isinstance(speed_index, bool) or not isinstance(speed_index, (int, float))
+                                    or not 0 < speed_index < 1e6):
+        raise _err(file, "scenario.speed_index", f"speed_index must be a positive number, got {speed_index!r}",
+                   "write e.g. speed_index = 0.8 (the index ovssim.collect.state measured on the host)")
     profile = sc.get("profile", "default")
     if not isinstance(profile, str) or not profile.strip():
         raise _err(file, "scenario.profile", f"profile must name a profile, got {profile!r}",
@@ -307,7 +314,8 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
     data["_uplinks"] = uplinks
     _check_elements(file, data)
     return Scenario(name=name, data=data, file=file, base_dir=base_dir or Path.cwd(), duration=duration,
-                    warmup=warmup, reps=reps, seed=seed, profile=profile, trace_every=trace_every)
+                    warmup=warmup, reps=reps, seed=seed, profile=profile, trace_every=trace_every,
+                    speed_index=None if speed_index is None else float(speed_index))
 
 
 def _check_elements(file, data: dict) -> None:
