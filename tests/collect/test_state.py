@@ -82,3 +82,27 @@ def test_campaign_summary_shows_the_state_before_and_after(tmp_path):
     assert t.loc["error", "after"] == "x"
     (tmp_path / "metadata.json").write_text("{}")
     assert machine_state_table(tmp_path) is None
+
+
+def test_a_profile_fitted_on_a_campaign_carries_its_machine_state(tmp_path):
+    """build_profile reads the campaign's machine_state: the profile states the speed index of its data,
+    so ovssim.profile can scale it; data without a state give no [state]."""
+    import json
+    from ovssim.fit.profile_writer import build_profile, dumps_toml
+    from ovssim.profile import Profile
+    import tomllib
+    camp = tmp_path / "camp"
+    camp.mkdir()
+    (camp / "results.csv.gz").write_bytes(b"x")
+    bench = {k: state.spread([v]) for k, v in state.REFERENCE.items()}
+    st = {"speed_index": 0.6, "benchmark": bench, "loadavg": [2.0, 1.0, 1.0], "steal_share": 0.0}
+    (camp / "metadata.json").write_text(json.dumps({"machine_state": {"before": st,
+                                                                      "after": {**st, "speed_index": 0.8}}}))
+    doc = build_profile(name="p", params={"ovs.latency": "10us"}, data_files=[camp / "results.csv.gz"],
+                        method="test")
+    assert doc["state"]["speed_index"] == pytest.approx(0.7) and doc["state"]["loadavg"][0] == 2.0
+    prof = Profile(tomllib.loads(dumps_toml(doc)), base=Profile.default())
+    assert prof.scaled(1.4).time("ovs.latency") == pytest.approx(5e-6)
+    plain = tmp_path / "seed.csv"
+    plain.write_text("x\n")
+    assert "state" not in build_profile(name="q", params={"ovs.latency": "1us"}, data_files=[plain], method="t")
