@@ -18,7 +18,7 @@ _PROFILES: dict = {}
 def _profile_for(sc):
     from ..precedence import resolve
     params = sc.data.get("params") or {}
-    key = (sc.profile, str(sc.base_dir), _canon(params))
+    key = (sc.profile, str(sc.base_dir), _canon(params), sc.speed_index)
     prof = _PROFILES.get(key)
     if prof is None:
         prof = resolve(sc).profile         # the documented order (ovssim.precedence); a point's params.* are in [params]

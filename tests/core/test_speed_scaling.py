@@ -94,3 +94,13 @@ def test_speed_index_is_reported_and_bad_values_are_one_error_line(tmp_path, cap
     assert main(["run", str(nostate), "--workers", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "states no speed index" in err[0]
+
+
+def test_sweep_points_differing_only_in_speed_index_get_their_own_profiles(tmp_path):
+    from ovssim.sweep.worker import _profile_for
+    (tmp_path / "fitted.toml").write_text('[profile]\nname = "fitted"\n[state]\nspeed_index = 1.0\n'
+                                          '[params]\n"patch.translate" = "8us"\n')
+    base = {**SCEN, "scenario": {**SCEN["scenario"], "profile": str(tmp_path / "fitted.toml")}}
+    sc = from_dict(base, base_dir=tmp_path)
+    one, two = (_profile_for(sc.replace(**{"scenario.speed_index": i})) for i in (1.0, 2.0))
+    assert (one.time("patch.translate"), two.time("patch.translate")) == pytest.approx((8e-6, 4e-6))
