@@ -119,10 +119,10 @@ def fit_window(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path) 
                     "receive-buffer autotuning, fitted",
         fit={"objective": float(res.fun), "evaluations": int(res.nfev), "success": bool(res.success),
              "targets": [{"target": "uml-pfifo_fast/ping:rtt_mean", "simulated": best[1], "measured": y,
-                          "sigma": sigma}]})
+                          "sigma": sigma}],
+             # a workload setting, not a model parameter: iperf -w for the campaign's TCP flows (both ends)
+             "iperf_window_bytes": int(window)})
     doc["profile"]["base"] = BASE_PROFILE
-    doc["workload_fit"] = {"iperf_window_bytes": int(window),
-                           "note": "iperf -w for the campaign's TCP flows (both ends); see ovssim/validate/uml.py"}
     write_profile(path, doc)
     return window
 
@@ -165,7 +165,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
     path = settings.calibration_dir / f"{PROFILE}.toml"
     if settings.fit or not path.exists():
         fit_window(runner, cfgs["pfifo_fast"], meas["pfifo_fast"], path, data)
-    window = read_profile(path)["workload_fit"]["iperf_window_bytes"]
+    window = read_profile(path)["fit"]["iperf_window_bytes"]
     tb.fit = {"params": {"effective TCP window per flow (iperf -w)": f"{window / 1024:.1f} KiB"}}
     for c in cfgs.values():
         _set_window(c, window)
