@@ -37,8 +37,9 @@ REPEATS = 3
 PINGS = 20000                  # per repeat: ~0.15 s on the reference host
 CPU_SECONDS = 0.25             # per repeat
 CPU_BLOCK = bytes(1 << 20)
-# The reference host (speed index 1.0): the 2-core KVM guest (Intel, 2.6 GHz) the local campaigns ran on,
-# medians of this module's benchmark on 2026-11-25, load average ~1.6 (`python -m ovssim.collect.state`).
+# The reference host (speed index 1.0): the 2-core KVM guest (Intel, 2.6 GHz) the local campaigns ran on, the
+# rounded medians of this module's first measurement there (2026-11-25, 00:10 UTC, load average 1.6); later
+# measurements of the same host gave indices 0.56-0.83 under the other jobs' load and 0.97-1.11 at load 1.4-1.9.
 REFERENCE = {"veth_pingpong_per_s": 140_000.0, "cpu_sha256_mib_per_s": 1800.0}
 _TIME_MS = re.compile(r"\btime (\d+)ms")
 _RECEIVED = re.compile(r"(\d+) received")
