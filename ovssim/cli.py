@@ -148,11 +148,14 @@ def _fmt_table(summary) -> str:
 @click.option("--steady-state", is_flag=True,
               help="one long replication: MSER-5 warm-up deletion and batch-means 95%% CIs of every sample series "
                    "(RTTs, delays) instead of replications")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help='a change for this run: "params.ovs.handlers=2" (beats the profiles and [params]) or any '
+                   'scenario key, e.g. "vm.vm1.qdisc=sfq" (repeatable)')
 def run(scenario, reps, seed, fmt, out, force, plot, profile, progress, workers, separately, precision,
-        abs_precision, min_reps, max_reps, steady_state):
+        abs_precision, min_reps, max_reps, steady_state, sets):
     """Run SCENARIO.toml and print throughput, RTT, jitter and loss with 95% CIs."""
     from .atomic import check_output, write_atomic
-    from .profile import Profile
+    from .precedence import resolve, split_sets
     from .runner import local_cores, run_scenario
     from .scenario import load_scenario
     for path, what in ((out, "--out"), (plot, "--plot")):
@@ -160,8 +163,13 @@ def run(scenario, reps, seed, fmt, out, force, plot, profile, progress, workers,
             check_output(path, overwrite=force, what=what)     # before the simulation, not after it
     sc = load_scenario(scenario)
     samples = {}
+    params, changes = split_sets(sets)
+    if changes:
+        sc = sc.replace(**changes)
     prec = precision_from_cli(precision, abs_precision, min_reps, max_reps, reps)
-    prof = Profile.load(sc.profile if profile is None else profile, relative_to=sc.base_dir)
+    prof = resolve(sc, profile=profile, sets=params)       # the documented order (ovssim.precedence)
+    for line in prof.notes():
+        click.echo(f"ovssim: {line}", err=True)
     if progress is None:
         progress = sys.stderr.isatty()
     kw = dict(reps=reps, seed=seed, progress=progress, profile=prof, workers=workers or local_cores(),

@@ -57,8 +57,21 @@ for _q in QDISC_KINDS:
     # a qdisc's CPU work per skb enqueued and dequeued (default 0): schedulers differ in processing cost
     SCHEMA[f"qdisc.{_q}.cpu_per_packet"] = "time"
 
+# CPU work on a host, in seconds per packet, byte or call: what a faster (or less loaded) host does in less
+# time, so what Profile.scaled rescales by the ratio of speed indices (ovssim.collect.state).  Not in it:
+# hardware and hypervisor latencies (nic.rx_delay, vif.*.backend_delay, switch.*), the timer tick of the
+# idle stall, thresholds, sizes, counts and probabilities.
+CPU_COSTS: frozenset[str] = frozenset((
+    "ovs.stats", "ovs.lookup", "ovs.actions", "ovs.upcall", "ovs.lookup_per_mask", "ovs.latency",
+    "linux_bridge.forward", "patch.translate", "veth.cpu_per_packet", "veth.cpu_per_byte", "host.stack_delay",
+    "app.send_per_packet", "app.recv_per_packet", "app.rr_processing", "app.send_per_call",
+    *(f"vif.{k}.{c}" for k in VIF_KINDS for c in ("cpu_per_packet", "cpu_per_byte")),
+))
+STATE_KEYS = {"speed_index", "loadavg", "steal_share", "data", "note"}
+
 PROFILE_DIRS = (Path("calibration"),)
-TABLES = {"profile", "provenance", "fit", "params", "uncertainty", "sources"}
+DEFAULT_LABEL = "default profile"      # the origin of a value of the embedded default
+TABLES = {"profile", "provenance", "fit", "params", "uncertainty", "sources", "state"}
 PROFILE_KEYS = {"name", "description", "base", "ovssim_version"}
 
 
@@ -92,18 +105,41 @@ class Profile:
         self.fit = data.get("fit", {})
         self.uncertainty = data.get("uncertainty", {})
         self.sources = data.get("sources", {})
+        # the machine state of the data the values were fitted on (its own, else its base's)
+        self.state = self._check_state(data["state"], source) if "state" in data else (
+            dict(base.state) if base is not None else {})
+        self.cpu_factor = 1.0           # Profile.scaled: every CPU cost is multiplied by it
         own = data.get("params", {})
         for k, v in own.items():
             self._validate(k, v, source)
         self.params: dict = dict(base.params) if base is not None else {}
         self.params.update(own)
         self.own_params = set(own)
+        # which profile (or override) set each value: "default profile", "profile NAME (FILE)", ...
+        self.label = DEFAULT_LABEL if self.name == "default" and base is None else f"profile {self.name} ({source})"
+        self.origin: dict[str, str] = dict(base.origin) if base is not None else {}
+        self.origin.update(dict.fromkeys(own, self.label))
         missing = [k for k in SCHEMA if k not in self.params]
         if missing:
             raise ConfigError(f"profile lacks parameters: {', '.join(missing[:6])}"
                               f"{' ...' if len(missing) > 6 else ''}", file=source, key="params",
                               fix="set them, or give [profile] base = 'default' to inherit them")
         self._dists: dict[str, Distribution] = {}
+
+    @staticmethod
+    def _check_state(state, source: str) -> dict:
+        fix = "write [state] speed_index = 0.55 (see ovssim/collect/state.py), loadavg = [1.2, 1.0, 0.9]"
+        if not isinstance(state, dict):
+            raise ConfigError("[state] must be a table", file=source, key="state", fix=fix)
+        unknown = sorted(set(state) - STATE_KEYS)
+        if unknown:
+            raise ConfigError(f"unknown key {unknown[0]!r} in [state]", file=source, key=f"state.{unknown[0]}",
+                              fix=f"[state] takes: {', '.join(sorted(STATE_KEYS))}")
+        idx = state.get("speed_index")
+        if idx is not None and (isinstance(idx, bool) or not isinstance(idx, (int, float)) or not 0 < idx < 1e6):
+            raise ConfigError(f"speed_index {idx!r} is not a positive number", file=source,
+                              key="state.speed_index", fix=fix)
+        return dict(state)
 
     @staticmethod
     def _validate(key: str, value, source: str) -> None:
@@ -188,6 +224,30 @@ class Profile:
         p.__dict__.update(self.__dict__)
         p.params = dict(self.params)
         p.params.update(overrides)
+        p.origin = {**self.origin, **dict.fromkeys(overrides, source)}
+        p._dists = {}
+        return p
+
+    def explicit(self) -> set[str]:
+        """The keys set by something other than the embedded default profile (this profile, its bases,
+        overrides): what a profile given on the command line imposes (:mod:`ovssim.precedence`)."""
+        return {k for k, o in self.origin.items() if o != DEFAULT_LABEL}
+
+    def scaled(self, speed_index: float) -> "Profile":
+        """A copy for a host of ``speed_index`` (ovssim.collect.state): every CPU cost (:data:`CPU_COSTS`)
+        times (this profile's index / ``speed_index``), every other parameter unchanged."""
+        own = self.state.get("speed_index")
+        if own is None:
+            raise ConfigError(f"profile {self.name!r} states no speed index, so it cannot be scaled to "
+                              f"{speed_index!r}", file=self.source, key="state.speed_index",
+                              fix="fit it on data with a machine_state, or add [state] speed_index = ... to it")
+        if isinstance(speed_index, bool) or not isinstance(speed_index, (int, float)) or not speed_index > 0:
+            raise ConfigError(f"speed index {speed_index!r} is not a positive number", key="scenario.speed_index",
+                              fix="give the index ovssim.collect.state measured, e.g. 0.8")
+        p = Profile.__new__(Profile)
+        p.__dict__.update(self.__dict__)
+        p.cpu_factor = self.cpu_factor * own / speed_index
+        p.state = {**self.state, "speed_index": speed_index}
         p._dists = {}
         return p
 
@@ -197,14 +257,18 @@ class Profile:
         if d is None:
             if SCHEMA.get(key) != "dist":
                 raise KeyError(key)
-            d = self._dists[key] = Distribution(self.params[key], where=f"params.{key}")
+            d = Distribution(self.params[key], where=f"params.{key}")
+            if self.cpu_factor != 1.0 and key in CPU_COSTS:
+                d = d.scaled(self.cpu_factor)
+            self._dists[key] = d
         return d
 
     def sampler(self, key: str, rng) -> Sampler:
         return Sampler(self.dist(key), rng)
 
     def time(self, key: str) -> float:
-        return units.time(self.params[key])
+        t = units.time(self.params[key])
+        return t * self.cpu_factor if key in CPU_COSTS else t
 
     def size(self, key: str) -> float:
         return units.size(self.params[key])

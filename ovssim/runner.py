@@ -18,6 +18,7 @@ import pandas as pd
 import simpy
 
 from .metrics import summarise
+from .precedence import Resolved, resolve
 from .sequential import Precision, Stopping, check, next_checkpoint, stopping_of, values_of
 from .profile import Profile
 from .scenario import Scenario, load_scenario
@@ -177,9 +178,14 @@ def _replications(sc: Scenario, profile: Profile, reps: range, seed: int, worker
 
 
 def run_scenario(scenario, reps: int | None = None, seed: int | None = None, progress: bool = False,
-                 profile: Profile | None = None, workers: int = 1,
-                 pool: ReplicationPool | None = None, precision: Precision | None = None) -> RunResult:
+                 profile: "Profile | str | Resolved | None" = None, workers: int = 1,
+                 pool: ReplicationPool | None = None, precision: Precision | None = None,
+                 sets: dict | None = None) -> RunResult:
     """Run all replications of ``scenario`` (a path, dict or :class:`Scenario`).
+
+    ``profile``: the caller's profile, replacing the scenario's (a name, path or :class:`Profile`; its
+    values beat the scenario's ``[params]``); ``sets``: parameter values for this run alone.  The order
+    is :mod:`ovssim.precedence`'s.
 
     ``precision`` (or the scenario's ``precision`` keys) replaces the fixed count: replications are
     added in batches until every watched metric's 95 % CI is as narrow as asked, or ``max_reps``
@@ -191,11 +197,9 @@ def run_scenario(scenario, reps: int | None = None, seed: int | None = None, pro
     started with ``forkserver``, which imports the calling script again: a script that asks for
     workers must guard its entry point with ``if __name__ == "__main__":``."""
     sc = load_scenario(scenario)
-    if profile is None:
-        profile = Profile.load(sc.profile, relative_to=sc.base_dir)
-    overrides = sc.data.get("params") or {}
-    if overrides:
-        profile = profile.with_overrides(overrides, source=f"{sc.file} [params]")
+    # the documented order (ovssim.precedence): ``profile`` is the caller's (it beats the scenario's
+    # [params] where it sets a value), ``sets`` beat everything; a Resolved is used as it is
+    profile = profile.profile if isinstance(profile, Resolved) else resolve(sc, profile=profile, sets=sets).profile
     if precision is None and reps is None:
         precision = sc.precision
     seed = sc.seed if seed is None else seed

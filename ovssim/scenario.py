@@ -3,7 +3,7 @@
 This is the only module that reads scenario files.  Layout (every table is
 optional except ``[scenario]``, ``[[host]]`` and ``[[workload]]``)::
 
-    [scenario]   name, description, duration ("10s"), reps, seed, profile, warmup,
+    [scenario]   name, description, duration ("10s"), reps, seed, profile, warmup, speed_index,
                  precision (0.01, or {metric = rel}), abs_precision ({metric = value}), min_reps,
                  max_reps -- replications until the CIs are that narrow (ovssim.sequential)
     [params]     "dotted.profile.name" = value     # overrides the profile
@@ -54,6 +54,7 @@ class Scenario:
     profile: str = "default"
     trace_every: int = 0
     precision: object = None        # ovssim.sequential.Precision, or None for a fixed ``reps``
+    speed_index: float | None = None     # the simulated host's (ovssim.collect.state); None: the profile's
 
     @property
     def hosts(self) -> list[dict]:
@@ -194,6 +195,11 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
     if precision is not None and "reps" in sc:
         raise _err(file, "scenario.reps", "reps and precision are both given",
                    "keep reps for a fixed count, or precision (with min_reps/max_reps) to stop at a CI width")
+    speed_index = sc.get("speed_index")
+    if speed_index is not None and (isinstance(speed_index, bool) or not isinstance(speed_index, (int, float))
+                                    or not 0 < speed_index < 1e6):
+        raise _err(file, "scenario.speed_index", f"speed_index must be a positive number, got {speed_index!r}",
+                   "write e.g. speed_index = 0.8 (the index ovssim.collect.state measured on the host)")
     profile = sc.get("profile", "default")
     if not isinstance(profile, str) or not profile.strip():
         raise _err(file, "scenario.profile", f"profile must name a profile, got {profile!r}",
@@ -337,7 +343,8 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
     _check_elements(file, data)
     return Scenario(name=name, data=data, file=file, base_dir=base_dir or Path.cwd(), duration=duration,
                     warmup=warmup, reps=reps, seed=seed, profile=profile, trace_every=trace_every,
-                    precision=precision)
+                    precision=precision,
+                    speed_index=None if speed_index is None else float(speed_index))
 
 
 def _check_elements(file, data: dict) -> None:

@@ -34,6 +34,8 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "abs_precision": "Absolute half-width bounds per metric, e.g. `{ jitter = 0.001 }` (its unit).",
         "min_reps": "Sequential replications: the first batch (default 3).",
         "max_reps": "Sequential replications: the most it may take (default 100).",
+        "speed_index": "The simulated host's speed index (as `ovssim collect` measures it): CPU costs are "
+                       "scaled from the profile's `[state]` index to this one.",
     },
     "host": {
         "name": "Host name (referenced by bridges, VMs and NICs).",

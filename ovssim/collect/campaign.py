@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, OvssimError
 from . import bounds
+from . import state as machine_state
 from .qos import AppliedQos, QdiscSpec, QosError, probe_qdiscs, root_counters, tc_stats
 from ..signals import signals_interrupt
 from .shell import CommandError, check_name, run, ssh_prefix, tool_version, which
@@ -775,7 +776,7 @@ class CampaignRunner:
     def run(self) -> dict:
         camp = self.camp
         done = self._prepare_store()
-        reaped = reap_stale()
+        reaped = reap_stale() + machine_state.reap_stale()
         if reaped:
             self.log(f"removed testbeds left by a killed collector: {', '.join(reaped)}")
         found = preflight(camp)
@@ -793,6 +794,8 @@ class CampaignRunner:
                          configurations=len(camp.configs), machine=machine_metadata(),
                          qdisc_availability=self.qdisc_avail,
                          sessions=self.meta.get("sessions", []) + [{"started": now}])
+        states = {"before": self._machine_state("before")}
+        self._write_meta(machine_state=states)
         attempts = self.store.attempts()
         all_runs = camp.runs()
         todo = [r for r in all_runs if run_id(r[1], r[2]) not in done]
@@ -825,6 +828,8 @@ class CampaignRunner:
                         bar[0].advance(bar[1])
                     if camp.cooldown:
                         time.sleep(camp.cooldown)
+            # after the testbeds are down, as before they were up (an interrupted campaign has no "after")
+            states["after"] = self._machine_state("after")
         finally:
             self.store.rebuild_table()
             sessions = self.meta.get("sessions", [])
@@ -835,7 +840,18 @@ class CampaignRunner:
             complete = {run_id(rc, rep) for _, rc, rep in all_runs} <= self.store.done_run_ids()
             self._write_meta(ended=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                              complete=complete)
-        return {"total": total, "previously_done": len(done), **counts}
+        return {"total": total, "previously_done": len(done), **counts, "machine_state": states}
+
+    def _machine_state(self, when: str) -> dict:
+        """The host's speed benchmark, load and versions now (:mod:`ovssim.collect.state`); a failure is
+        recorded, it does not stop the campaign."""
+        try:
+            st = machine_state.measure()
+        except (OvssimError, OSError) as exc:
+            self.log(f"machine state {when} the campaign not measured: {exc}")
+            return {"error": str(exc)}
+        self.log(f"machine state {when} the campaign: {machine_state.describe(st)}")
+        return st
 
     def _progress(self, stack: ExitStack, total: int, done: int):
         if not self.progress:

@@ -5,7 +5,9 @@ bundled dataset's SUMMARY.txt is this output.
 """
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import pandas as pd
 
@@ -52,7 +54,32 @@ def headline_tables(campaign_dir) -> list[tuple[str, pd.DataFrame]]:
         out.append((title, t.round(digits)))
     runs = df.drop_duplicates("run_id").groupby("status").size().rename("runs").to_frame()
     out.append(("runs by status", runs))
+    state = machine_state_table(campaign_dir)
+    if state is not None:
+        out.append(("machine state before / after the campaign (ovssim.collect.state)", state))
     return out
+
+
+def machine_state_table(campaign_dir) -> pd.DataFrame | None:
+    """Speed index, benchmark medians with their spread, load, steal and frequency, before and after
+    (None for a campaign collected before the collector measured them)."""
+    meta_path = Path(campaign_dir) / "metadata.json"
+    try:
+        states = json.loads(meta_path.read_text()).get("machine_state") or {}
+    except (OSError, ValueError):
+        return None
+    rows = {}
+    for when, st in states.items():
+        if "error" in st:
+            rows[when] = {"error": st["error"]}
+            continue
+        b = st["benchmark"]
+        rows[when] = {"speed_index": st["speed_index"],
+                      **{f"{k} (median)": v["median"] for k, v in b.items()},
+                      **{f"{k} (spread %)": 100 * v["rel_spread"] for k, v in b.items()},
+                      "loadavg_1min": st["loadavg"][0], "steal_%": 100 * st["steal_share"],
+                      "cpu_mhz": st.get("cpu_mhz"), "kernel": st["kernel"]}
+    return pd.DataFrame(rows).round(3) if rows else None
 
 
 def main(argv=None) -> None:

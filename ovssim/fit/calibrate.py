@@ -195,24 +195,20 @@ class SimulationModel:
     """
 
     def __init__(self, scenario, params: list[Param], *, reps: int = 4, seed: int = 12345, pool=None):
-        from ..profile import Profile
+        from ..precedence import resolve
         from ..scenario import load_scenario
         self.scenario = load_scenario(scenario)
         self.params = params
         self.reps, self.seed = reps, seed
         self.pool = pool
-        profile = Profile.load(self.scenario.profile, relative_to=self.scenario.base_dir)
-        self.base_specs = dict(profile.params)
-        self.base_specs.update(self.scenario.data.get("params") or {})
+        self.base_specs = dict(resolve(self.scenario).profile.params)     # profile, then [params]
         self.evaluations = 0
 
     def __call__(self, values: dict) -> dict:
         from ..runner import run_scenario
-        from ..scenario import from_dict
-        data = copy.deepcopy(self.scenario.data)
-        data.setdefault("params", {}).update(overrides_for(self.params, values, self.base_specs))
-        sc = from_dict(data, file=self.scenario.file, base_dir=self.scenario.base_dir)
-        res = run_scenario(sc, reps=self.reps, seed=self.seed, pool=self.pool)
+        # the trial values are this run's --set: above the profile and [params] (ovssim.precedence)
+        res = run_scenario(self.scenario, reps=self.reps, seed=self.seed, pool=self.pool,
+                           sets=overrides_for(self.params, values, self.base_specs))
         self.evaluations += 1
         out = {}
         for (wl, metric), grp in res.per_rep.groupby(["workload", "metric"]):

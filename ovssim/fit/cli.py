@@ -303,6 +303,9 @@ def runs_cmd(data, scenario_path, param_specs, target_specs, where, reps, seed, 
     pool = ReplicationPool(workers) if workers > 1 else None
     try:
         model = SimulationModel(scenario_path, params, reps=reps, seed=seed, pool=pool)
+        from ..precedence import resolve           # the trial values are --set, above these (one order)
+        for line in resolve(model.scenario).notes():
+            click.echo(f"ovssim: {line}", err=True)
         with console.status(f"calibrating {len(params)} parameter(s) against {len(targets)} target(s)"):
             res = calibrate(model, params, targets, method=method, max_evals=max_evals, bootstrap=bootstrap)
     except BaseException:

@@ -7,6 +7,7 @@ Layout (read by ``ovssim/profile.py``)::
     [fit]          goodness-of-fit figures (numbers / strings / small tables)
     [params]       dotted parameter name -> constant ("6us") or distribution spec
     [uncertainty]  optional: parameter -> {std = ..., ci95 = [lo, hi]}
+    [state]        the machine state of the data (speed index, load), when the collector measured it
 
 Every distribution is checked with :class:`ovssim.distributions.Distribution`
 before anything is written, so a profile on disk always loads.  The standard
@@ -19,6 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import math
+import os
 import re
 import shlex
 import sys
@@ -255,7 +257,41 @@ def build_profile(*, name: str, params: dict, data_files=(), command: str | None
         doc["uncertainty"] = _plain(uncertainty)
     if not doc["fit"]:
         del doc["fit"]
+    state = machine_state_of(data_files)
+    if state:
+        doc["state"] = state
     return validate_profile(doc)
+
+
+def machine_state_of(data_files) -> dict:
+    """The profile's ``[state]``: the collector's machine state of the campaigns ``data_files`` lie in
+    (``metadata.json`` ``machine_state`` of the file's directory or a parent): the mean speed index and
+    load of every before/after measurement; ``{}`` when none was measured (data collected before
+    25 Nov 2026, seeds' tables)."""
+    import json
+    found: dict[str, list] = {}
+    for f in data_files:
+        p = Path(f).resolve()
+        for d in [p, *p.parents][:4]:
+            meta = d / "metadata.json"
+            if d.is_dir() and meta.is_file():
+                try:
+                    states = json.loads(meta.read_text()).get("machine_state") or {}
+                except (OSError, ValueError):
+                    states = {}
+                good = [st for st in states.values() if isinstance(st, dict) and "speed_index" in st]
+                if good:
+                    found[str(d)] = good
+                break
+    if not found:
+        return {}
+    every = [st for sts in found.values() for st in sts]
+    return {"speed_index": round(float(np.mean([st["speed_index"] for st in every])), 4),
+            "loadavg": [round(float(x), 2) for x in np.mean([st["loadavg"] for st in every], axis=0)],
+            "steal_share": round(float(np.mean([st["steal_share"] for st in every])), 4),
+            "data": [os.path.relpath(d) for d in found],
+            "note": "mean of the collector's before/after measurements (ovssim/collect/state.py); "
+                    "speed indices " + ", ".join(f"{st['speed_index']:.3f}" for st in every)}
 
 
 def _plain(obj):

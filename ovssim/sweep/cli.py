@@ -9,6 +9,7 @@ import click
 from .. import units
 from ..cli import REPS, SEED, WORKERS, precision_from_cli, precision_options
 from ..errors import ConfigError
+from ..precedence import parse_set as _parse_set  # noqa: F401 - also ovssim.sweep_cli's
 from .executors import check_dask_address
 
 
@@ -49,24 +50,24 @@ def _echo_stopping(rep, sw) -> None:
             click.echo("  " + stopping_line(label, st), err=True)
 
 
+def _announce_overrides(sw) -> None:
+    """Which parameter values the first point's sources override, and whose (ovssim.precedence); a
+    point's ``params.*`` changes count as its scenario's [params]."""
+    from ..precedence import resolve
+    from ..scenario import from_dict
+    from .spec import apply_changes
+    if not sw.points:
+        return
+    data = apply_changes(sw.base, {**sw.fixed, **sw.points[0].changes})
+    for line in resolve(from_dict(data, file=sw.base_file, base_dir=Path(sw.base_dir))).notes():
+        click.echo(f"ovssim: {line}", err=True)
+
+
 def _check_failures(rep) -> None:
     if rep.failed:
         run, label, err = rep.failed[0]
         raise ConfigError(f"{len(rep.failed)} of {rep.total} runs failed; first: run {run} ({label}): {err}",
                           key="sweep", fix="correct the sweep, then re-run with --resume to redo only the failed runs")
-
-
-def _parse_set(text: str) -> tuple[str, object]:
-    """``KEY=VALUE`` with VALUE read as a TOML value when it is one (``10``, ``true``, ``{kind="sfq"}``)."""
-    import tomllib
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(f"--set {text!r} is not KEY=VALUE", key="--set", fix='write e.g. --set "scenario.duration=2s"')
-    try:
-        parsed = tomllib.loads(f"v = {value}")["v"]
-    except tomllib.TOMLDecodeError:
-        parsed = value
-    return key.strip(), parsed
 
 
 _exec_options = [
@@ -110,6 +111,7 @@ def sweep(sweep_file, out, reps, plot, precision, abs_precision, min_reps, max_r
     out = out or Path(f"sweep-{sw.name}")
     click.echo(f"{sw.name}: {len(sw.points)} points x {_reps_text(sw)} "
                f"({'common' if sw.crn else 'independent'} random numbers, seed {sw.seed})", err=True)
+    _announce_overrides(sw)
     rep = run_sweep(sw, out, workers=workers, dask=dask, resume=resume, progress=_progress_default(progress))
     click.echo(_report_line(rep), err=True)
     _echo_stopping(rep, sw)
@@ -194,6 +196,7 @@ def whatif(scenario, qdiscs, metrics, on, reps, duration, separately, sets, seed
     click.echo(f"{sw.name}: {len(labels)} qdiscs{f' x {tests} tests' if tests > 1 else ''} x "
                f"{_reps_text(sw) if prec is None or prec.rel or prec.abs else f'{prec.min_reps}..{prec.max_reps} reps until the ranking is settled'}",
                err=True)
+    _announce_overrides(sw)
     kw = {}
     if sw.precision is not None:
         from ..whatif import settle_rule, test_groups

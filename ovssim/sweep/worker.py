@@ -16,14 +16,12 @@ _PROFILES: dict = {}
 
 
 def _profile_for(sc):
-    from ..profile import Profile
+    from ..precedence import resolve
     params = sc.data.get("params") or {}
-    key = (sc.profile, str(sc.base_dir), _canon(params))
+    key = (sc.profile, str(sc.base_dir), _canon(params), sc.speed_index)
     prof = _PROFILES.get(key)
     if prof is None:
-        prof = Profile.load(sc.profile, relative_to=sc.base_dir)
-        if params:
-            prof = prof.with_overrides(params, source=f"{sc.file} [params]")
+        prof = resolve(sc).profile         # the documented order (ovssim.precedence); a point's params.* are in [params]
         if len(_PROFILES) > 64:
             _PROFILES.clear()
         _PROFILES[key] = prof

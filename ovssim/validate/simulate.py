@@ -15,7 +15,6 @@ the OVS and the Linux-bridge runs of the thesis's FIFO row): the fit library's
 """
 from __future__ import annotations
 
-import copy
 import math
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -24,7 +23,9 @@ import numpy as np
 import pandas as pd
 
 from ..fit.calibrate import Param, overrides_for
+from ..precedence import resolve
 from ..profile import Profile
+from ..scenario import from_dict
 from ..runner import shutdown_pool
 
 
@@ -50,15 +51,11 @@ class ConfigResult:
 def _run_one(args) -> tuple[str, pd.DataFrame, dict]:
     label, scenario, profile_ref, overrides, reps, seed, sample_keys = args
     from ..runner import run_scenario
-    from ..scenario import from_dict
     profile = Profile.load(profile_ref) if isinstance(profile_ref, str) else profile_ref
-    data = copy.deepcopy(scenario)
-    for k in getattr(profile, "own_params", ()):   # a fitted profile's values beat the scenario's modelling defaults
-        (data.get("params") or {}).pop(k, None)
-    if overrides:      # into the scenario's [params], which run_scenario applies last
-        data.setdefault("params", {}).update(overrides)
-    sc = from_dict(data, file=f"<validation:{label}>")
-    res = run_scenario(sc, reps=reps, seed=seed, profile=profile)
+    sc = from_dict(scenario, file=f"<validation:{label}>")
+    # the documented order (ovssim.precedence): the fitted profile is the caller's (its values beat the
+    # scenario's modelling defaults in [params]); a calibration's trial values are this run's --set
+    res = run_scenario(sc, reps=reps, seed=seed, profile=profile, sets=overrides)
     keep = {k: v for k, v in res.samples.items() if sample_keys is None or k in sample_keys}
     return label, res.per_rep, keep
 
@@ -104,9 +101,9 @@ class MultiConfigModel:
         self.runner, self.configs, self.params = runner, configs, params
         self.profile_ref, self.reps, self.seed = profile_ref, reps, seed
         base = Profile.load(profile_ref) if isinstance(profile_ref, str) else profile_ref
-        self.base_specs = dict(base.params)
-        for c in configs:
-            self.base_specs.update(c.scenario.get("params") or {})
+        self.base_specs = {}
+        for c in configs:      # what each configuration runs with, before the trial values
+            self.base_specs.update(resolve(from_dict(c.scenario), profile=base).profile.params)
         self.evaluations = 0
 
     def overrides(self, values: dict) -> dict:

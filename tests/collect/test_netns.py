@@ -89,6 +89,12 @@ def test_ci_campaign_is_physically_sane_and_restores_state(tmp_path):
     assert meta["qdisc_availability"]["htb"]["available"] is True
     assert meta["qdisc_availability"]["fq_codel"]["available"] is False
     assert meta["campaign_sha256"] and meta["machine"]["cpu_count"] >= 1
+    # the machine's state, before and after: a speed benchmark that ran, and what it was run on
+    for when in ("before", "after"):
+        st = meta["machine_state"][when]
+        assert st["speed_index"] > 0 and st["benchmark"]["veth_pingpong_per_s"]["median"] > 0, st
+        assert st["kernel"] == os.uname().release and len(st["loadavg"]) == 3
+    assert summary["machine_state"]["after"]["time"] >= summary["machine_state"]["before"]["time"]
 
     for bridge in ("ovs", "linux"):
         # What this bridge carries unshaped on this machine right now (the best of the

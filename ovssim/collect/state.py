@@ -1,0 +1,196 @@
+"""The state of the machine a campaign ran on: a short speed benchmark, load, steal, CPU frequency, versions.
+
+A profile fitted on a busy machine predicts a quiet one too slow (issue 17).  So the collector records,
+before and after every campaign, how fast the host was at the time:
+
+* **veth ping-pong rate**: ``ping -f`` (flood: the next echo request leaves as soon as the reply is in)
+  between two network namespaces joined by a veth pair that this module creates and deletes.  Over a
+  veth pair the echo request is delivered and answered in the sender's softirq (``veth_xmit`` ->
+  ``__netif_rx``; ``icmp_echo`` replies from ``net/ipv4/icmp.c`` without waking a process), so the rate
+  measures the kernel's per-packet path cost on one core plus the ping process's own send/receive calls.
+* **CPU loop rate**: SHA-256 over a fixed 1 MiB buffer (OpenSSL's C code through :mod:`hashlib`,
+  independent of the Python version), timed by the wall clock so a shared core shows as a slower host.
+* ``/proc/loadavg``, the steal share of ``/proc/stat`` during the benchmark, the CPU frequency
+  (``cpufreq/scaling_cur_freq``, else ``/proc/cpuinfo``'s ``cpu MHz``), kernel and OVS versions.
+
+Each benchmark is repeated (:data:`REPEATS`) and reported with its median and relative spread
+((max - min) / median), so a reader sees how far one figure can be trusted.  The **speed index** is the
+geometric mean of the two medians relative to :data:`REFERENCE` (this project's local testbed host,
+quiet); 1.0 is that host, 2.0 a host twice as fast.  Profiles store the index of the data they were
+fitted on (:mod:`ovssim.profile`, ``[state]``) and scale CPU costs by the ratio of indices.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import platform
+import re
+import statistics
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .shell import CommandError, run, tool_version, which
+
+REPEATS = 3
+PINGS = 20000                  # per repeat: ~0.15 s on the reference host
+CPU_SECONDS = 0.25             # per repeat
+CPU_BLOCK = bytes(1 << 20)
+# The reference host (speed index 1.0): the 2-core KVM guest (Intel, 2.6 GHz) the local campaigns ran on, the
+# rounded medians of this module's first measurement there (2026-11-25, 00:10 UTC, load average 1.6); later
+# measurements of the same host gave indices 0.56-0.83 under the other jobs' load and 0.97-1.11 at load 1.4-1.9.
+REFERENCE = {"veth_pingpong_per_s": 140_000.0, "cpu_sha256_mib_per_s": 1800.0}
+_TIME_MS = re.compile(r"\btime (\d+)ms")
+_RECEIVED = re.compile(r"(\d+) received")
+
+
+def _steal_jiffies() -> tuple[float, float]:
+    """(steal, total) jiffies over all cores from the ``cpu`` line of /proc/stat (steal: 8th field)."""
+    with open("/proc/stat") as fh:
+        v = [float(x) for x in fh.readline().split()[1:]]
+    return (v[7] if len(v) > 7 else 0.0), sum(v[:8])
+
+
+def cpu_frequency_mhz() -> float | None:
+    """Mean current frequency of the cores in MHz, or None where the kernel does not expose it."""
+    freqs = []
+    for f in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq"):
+        try:
+            freqs.append(float(f.read_text()) / 1000.0)
+        except (OSError, ValueError):
+            pass
+    if not freqs:
+        try:
+            freqs = [float(line.split(":", 1)[1]) for line in open("/proc/cpuinfo") if line.startswith("cpu MHz")]
+        except (OSError, ValueError):
+            freqs = []
+    return round(statistics.fmean(freqs), 1) if freqs else None
+
+
+def cpu_loop_rate(seconds: float = CPU_SECONDS) -> float:
+    """MiB/s of SHA-256 over a fixed buffer for ``seconds`` of wall time."""
+    n, t0 = 0, time.perf_counter()
+    while True:
+        hashlib.sha256(CPU_BLOCK).digest()
+        n += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return n / elapsed
+
+
+NS_PREFIX = "ovssim-state"
+_NS = re.compile(rf"^({NS_PREFIX}(\d+)[ab])\b", re.M)
+
+
+class VethPair:
+    """Two namespaces joined by a veth pair (addresses exist only inside them); a context manager.
+    They are named by this process's id, so :func:`reap_stale` can remove those of a killed collector."""
+
+    def __init__(self):
+        self.ns = (f"{NS_PREFIX}{os.getpid()}a", f"{NS_PREFIX}{os.getpid()}b")
+        self.addr = ("10.254.0.1", "10.254.0.2")
+
+    def __enter__(self):
+        try:
+            for ns in self.ns:
+                run(["ip", "netns", "add", ns])
+            a, b = self.ns
+            run(["ip", "-n", a, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", b])
+            for ns, ip in zip(self.ns, self.addr):
+                run(["ip", "-n", ns, "addr", "add", f"{ip}/30", "dev", "eth0"])
+                run(["ip", "-n", ns, "link", "set", "eth0", "up"])
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for ns in self.ns:
+            if Path(f"/run/netns/{ns}").exists():
+                run(["ip", "netns", "del", ns], check=False)
+
+
+def reap_stale() -> list[str]:
+    """Delete benchmark namespaces whose process died (a collector killed during :func:`measure`)."""
+    reaped = []
+    for ns, pid in _NS.findall(run(["ip", "netns", "list"], check=False, timeout=10).stdout):
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            run(["ip", "netns", "del", ns], check=False)
+            reaped.append(ns)
+        except PermissionError:
+            pass
+    return reaped
+
+
+def veth_pingpong_rate(pair: VethPair, count: int = PINGS) -> float:
+    """Echo round trips per second of ``ping -f -c count`` across ``pair`` (ping's own elapsed time)."""
+    res = run(["ip", "netns", "exec", pair.ns[0], "ping", "-f", "-q", "-c", str(count), pair.addr[1]],
+              timeout=60)
+    got, ms = _RECEIVED.search(res.stdout), _TIME_MS.search(res.stdout)
+    if not got or not ms or int(ms.group(1)) == 0:
+        raise CommandError(res.argv, res.returncode, f"unexpected ping output: {res.stdout[-200:]}")
+    return int(got.group(1)) / (int(ms.group(1)) / 1000.0)
+
+
+def spread(values: list[float]) -> dict:
+    """Median, min, max and relative spread ((max - min) / median) of repeated figures."""
+    med = statistics.median(values)
+    return {"median": med, "min": min(values), "max": max(values),
+            "rel_spread": (max(values) - min(values)) / med if med else float("nan"),
+            "values": [round(v, 1) for v in values]}
+
+
+def speed_index(bench: dict) -> float:
+    """Geometric mean of the benchmark medians relative to :data:`REFERENCE` (1.0: the reference host)."""
+    ratios = [bench[k]["median"] / ref for k, ref in REFERENCE.items() if k in bench]
+    return math.exp(statistics.fmean(math.log(r) for r in ratios))
+
+
+def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = CPU_SECONDS) -> dict:
+    """The machine's state now: speed benchmark (repeated), index, load, steal, frequency, versions."""
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    load = os.getloadavg()
+    s0 = _steal_jiffies()
+    t0 = time.perf_counter()
+    ping_rates, cpu_rates = [], []
+    with VethPair() as pair:
+        run(["ip", "netns", "exec", pair.ns[0], "ping", "-c", "1", "-W", "1", pair.addr[1]], check=False)
+        for _ in range(repeats):
+            ping_rates.append(veth_pingpong_rate(pair, pings))
+            cpu_rates.append(cpu_loop_rate(cpu_seconds))
+    s1 = _steal_jiffies()
+    bench = {"veth_pingpong_per_s": spread(ping_rates), "cpu_sha256_mib_per_s": spread(cpu_rates)}
+    return {
+        "time": started,
+        "benchmark_seconds": round(time.perf_counter() - t0, 2),
+        "benchmark": bench,
+        "speed_index": round(speed_index(bench), 4),
+        "loadavg": [round(x, 2) for x in load],
+        "steal_share": round((s1[0] - s0[0]) / (s1[1] - s0[1]), 4) if s1[1] > s0[1] else 0.0,
+        "cpu_mhz": cpu_frequency_mhz(),
+        "cpu_count": os.cpu_count(),
+        "kernel": platform.release(),
+        "ovs": tool_version(["ovs-vswitchd", "--version"]) if which("ovs-vswitchd") else "",
+    }
+
+
+def describe(state: dict) -> str:
+    """One line: index, the two rates with their spread, load, steal, frequency."""
+    b = state["benchmark"]
+    p, c = b["veth_pingpong_per_s"], b["cpu_sha256_mib_per_s"]
+    mhz = f", {state['cpu_mhz']:.0f} MHz" if state.get("cpu_mhz") else ""
+    return (f"speed index {state['speed_index']:.3f} (veth ping-pong {p['median']:,.0f}/s "
+            f"±{50 * p['rel_spread']:.0f}%, CPU loop {c['median']:,.0f} MiB/s ±{50 * c['rel_spread']:.0f}%), "
+            f"load {' '.join(f'{x:.2f}' for x in state['loadavg'])}, steal {100 * state['steal_share']:.1f}%{mhz}")
+
+
+def campaign_states(meta: dict) -> dict:
+    """The ``machine_state`` of a campaign's metadata: ``{"before": ..., "after": ...}`` (either may lack)."""
+    return meta.get("machine_state") or {}
+
+
+if __name__ == "__main__":      # pragma: no cover - a quick look: python -m ovssim.collect.state
+    print(describe(measure()))

@@ -1,0 +1,108 @@
+"""The machine-state benchmark of ovssim.collect.state: stable on an idle machine, cleaned up after."""
+import math
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from ovssim.collect import state
+
+
+
+def test_speed_index_is_the_geometric_mean_of_the_ratios_to_the_reference():
+    ref = {k: {"median": v} for k, v in state.REFERENCE.items()}
+    assert state.speed_index(ref) == pytest.approx(1.0)
+    faster = {k: {"median": 4 * v} for k, v in state.REFERENCE.items()}
+    assert state.speed_index(faster) == pytest.approx(4.0)
+    mixed = dict(zip(state.REFERENCE, ({"median": 2 * v} if i == 0 else {"median": v / 2}
+                                       for i, v in enumerate(state.REFERENCE.values()))))
+    assert state.speed_index(mixed) == pytest.approx(1.0)      # sqrt(2 * 1/2)
+
+
+def test_spread_is_range_over_median():
+    s = state.spread([90.0, 100.0, 120.0])
+    assert s["median"] == 100.0 and s["rel_spread"] == pytest.approx(0.3)
+
+
+def _ours():
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [ln.split()[0] for ln in out.splitlines() if ln.startswith(f"{state.NS_PREFIX}{os.getpid()}")]
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build network namespaces")
+@pytest.mark.skipif(shutil.which("ping") is None, reason="needs ping")
+def test_speed_index_is_stable_on_an_idle_machine(capsys):
+    """Three states, each three repeats: print the repeat spread and the spread of the index.
+
+    Not a tight bound: this machine is shared.  What must hold: every figure is a real positive rate,
+    the index repeats within a factor of two, and nothing is left behind."""
+    states = [state.measure(repeats=3) for _ in range(3)]
+    idx = [s["speed_index"] for s in states]
+    with capsys.disabled():
+        for s in states:
+            print("\n  " + state.describe(s), end="")
+        print(f"\n  speed index over 3 states: {min(idx):.3f} .. {max(idx):.3f}, "
+              f"spread {(max(idx) - min(idx)) / sorted(idx)[1]:.1%}")
+    for s in states:
+        for bench in s["benchmark"].values():
+            assert len(bench["values"]) == 3 and all(v > 0 for v in bench["values"])
+        assert 0.0 <= s["steal_share"] <= 1.0
+        assert s["kernel"] == os.uname().release
+    assert all(math.isfinite(i) and i > 0 for i in idx)
+    assert max(idx) / min(idx) < 2.0
+    assert _ours() == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build network namespaces")
+def test_namespaces_of_a_killed_benchmark_are_reaped():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    ns = f"{state.NS_PREFIX}{dead.pid}a"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        assert ns in state.reap_stale()
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert ns not in out
+
+
+def test_campaign_summary_shows_the_state_before_and_after(tmp_path):
+    import json
+    from ovssim.collect.summary import machine_state_table
+    bench = {k: state.spread([v, v * 1.1]) for k, v in state.REFERENCE.items()}
+    st = {"speed_index": state.speed_index(bench), "benchmark": bench, "loadavg": [0.5, 0.4, 0.3],
+          "steal_share": 0.0, "cpu_mhz": None, "kernel": "6.18"}
+    (tmp_path / "metadata.json").write_text(json.dumps({"machine_state": {"before": st, "after": {"error": "x"}}}))
+    t = machine_state_table(tmp_path)
+    assert list(t.columns) == ["before", "after"]
+    assert t.loc["speed_index", "before"] == pytest.approx(1.05, abs=1e-3)
+    assert t.loc["error", "after"] == "x"
+    (tmp_path / "metadata.json").write_text("{}")
+    assert machine_state_table(tmp_path) is None
+
+
+def test_a_profile_fitted_on_a_campaign_carries_its_machine_state(tmp_path):
+    """build_profile reads the campaign's machine_state: the profile states the speed index of its data,
+    so ovssim.profile can scale it; data without a state give no [state]."""
+    import json
+    from ovssim.fit.profile_writer import build_profile, dumps_toml
+    from ovssim.profile import Profile
+    import tomllib
+    camp = tmp_path / "camp"
+    camp.mkdir()
+    (camp / "results.csv.gz").write_bytes(b"x")
+    bench = {k: state.spread([v]) for k, v in state.REFERENCE.items()}
+    st = {"speed_index": 0.6, "benchmark": bench, "loadavg": [2.0, 1.0, 1.0], "steal_share": 0.0}
+    (camp / "metadata.json").write_text(json.dumps({"machine_state": {"before": st,
+                                                                      "after": {**st, "speed_index": 0.8}}}))
+    doc = build_profile(name="p", params={"ovs.latency": "10us"}, data_files=[camp / "results.csv.gz"],
+                        method="test")
+    assert doc["state"]["speed_index"] == pytest.approx(0.7) and doc["state"]["loadavg"][0] == 2.0
+    prof = Profile(tomllib.loads(dumps_toml(doc)), base=Profile.default())
+    assert prof.scaled(1.4).time("ovs.latency") == pytest.approx(5e-6)
+    plain = tmp_path / "seed.csv"
+    plain.write_text("x\n")
+    assert "state" not in build_profile(name="q", params={"ovs.latency": "1us"}, data_files=[plain], method="t")
