@@ -73,8 +73,10 @@ def _seed(x: np.ndarray) -> int:
     return int.from_bytes(hashlib.sha256(np.ascontiguousarray(x, float).tobytes()).digest()[:8], "big")
 
 
-def interval(values, unit: str = "", metric: str = "", level: float = LEVEL) -> Interval:
-    """A ``level`` confidence interval for the mean of ``values`` (NaNs dropped), inside the metric's range."""
+def interval(values, unit: str = "", metric: str = "", level: float = LEVEL,
+             bounds: tuple[float, float] | None = None) -> Interval:
+    """A ``level`` confidence interval for the mean of ``values`` (NaNs dropped), inside the metric's range
+    (``bounds``, or the one :func:`metric_range` reads from the unit and name)."""
     x = np.asarray(values, float)
     x = x[np.isfinite(x)]
     n = int(x.size)
@@ -83,7 +85,7 @@ def interval(values, unit: str = "", metric: str = "", level: float = LEVEL) -> 
     m = float(x.mean())
     if n == 1:
         return Interval(m, math.nan, math.nan, 1, "n/a")
-    lo_b, hi_b = metric_range(unit, metric)
+    lo_b, hi_b = bounds if bounds is not None else metric_range(unit, metric)
     if np.ptp(x) == 0:
         if unit in COUNT_UNITS and m == 0:       # no event in n replications: Garwood's upper bound
             hi = stats.chi2.ppf(0.5 + level / 2, 2) / (2 * n)

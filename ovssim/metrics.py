@@ -102,6 +102,26 @@ class DelayStats:
             self._stride *= 2
         self.n = n + m
 
+    def merge(self, other: "DelayStats") -> None:
+        """Add ``other``'s values (both folded first): moments and histograms exactly, samples thinned alike."""
+        self.fold()
+        other.fold()
+        if not other.n:
+            return
+        n, m = self.n, other.n
+        delta = other._mean - self._mean
+        self._mean += delta * m / (n + m)
+        self._m2 += other._m2 + delta * delta * n * m / (n + m)
+        self.min, self.max = min(self.min, other.min), max(self.max, other.max)
+        self._counts = other._counts.copy() if self._counts is None else self._counts + other._counts
+        stride = max(self._stride, other._stride)       # every stride-th of both (strides are powers of 2)
+        self._kept = np.concatenate([self._kept[::stride // self._stride], other._kept[::stride // other._stride]])
+        self._stride = stride
+        while self._kept.size > self.capacity:
+            self._kept = self._kept[::2]
+            self._stride *= 2
+        self.n = n + m
+
     def mean(self, scale: float = 1.0) -> float:
         """The mean of the values times ``scale`` (unfolded: numpy's mean of the scaled values, to the bit)."""
         if not self.n:

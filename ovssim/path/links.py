@@ -16,6 +16,7 @@ own full datapath pass.  Seed 003 saw ~10 % less throughput at 2 bridges with
 """
 from __future__ import annotations
 
+from .. import units
 from .cpu import CpuPool, conn_key
 
 
@@ -31,10 +32,10 @@ class PatchPort:
                  cpu_per_packet: float = 0.0):
         self.env = env
         self.out = peer_port          # the peer bridge's BridgePort
-        self.translate = translate
+        self.translate = units.time(translate)      # "1us" as tc writes it, or seconds
         self.cpu = cpu
         self.key = key
-        self.cpu_per_packet = cpu_per_packet
+        self.cpu_per_packet = units.time(cpu_per_packet)
         self.packets = 0
         self.dropped = 0
 
@@ -70,8 +71,8 @@ class VethLink:
         self.env = env
         self.cpu = cpu
         self.out = out
-        self.cpu_per_packet = cpu_per_packet
-        self.cpu_per_byte = cpu_per_byte
+        self.cpu_per_packet = units.time(cpu_per_packet)
+        self.cpu_per_byte = units.time(cpu_per_byte)
         self.packets = 0
         self.dropped = 0
 

@@ -18,6 +18,7 @@ their order.
 """
 from __future__ import annotations
 
+from .. import units
 from ..distributions import Sampler
 from .features import resolve
 from .gso import SoftwareGso
@@ -34,6 +35,10 @@ class Nic:
                  cpu_per_poll: float = 0.0, cpu_per_packet: float = 0.0, cpu_per_byte: float = 0.0,
                  gso_per_segment: float = 0.0, gso_per_byte: float = 0.0, rx_frames: int = 0):
         self.name = name
+        # tc's spelling ("1gbit", "25ns") or SI numbers
+        rate_bps = units.rate(rate_bps)
+        cpu_per_poll, cpu_per_packet, cpu_per_byte, gso_per_segment, gso_per_byte = map(
+            units.time, (cpu_per_poll, cpu_per_packet, cpu_per_byte, gso_per_segment, gso_per_byte))
         self.rate_bps = rate_bps
         self.features = f = resolve("nic", features)
         self.tx = EgressPort(env, rate_bps, qdisc, None, name=name, mtu=mtu,

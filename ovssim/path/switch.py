@@ -8,6 +8,7 @@ serialises it at the port rate from a shared-nothing per-port buffer
 """
 from __future__ import annotations
 
+from .. import units
 from .bridge import Bridge
 from .port import EgressPort
 
@@ -17,7 +18,7 @@ class PhysicalSwitch(Bridge):
 
     def __init__(self, env, name: str, *, latency: float = 3e-6, lookahead: bool = True):
         super().__init__(env, name, lookahead=lookahead)
-        self.latency = latency
+        self.latency = units.time(latency)          # "3us" as tc writes it, or seconds
 
     def add_link(self, name: str, rate_bps: float, out, *, buffer_bytes: int = 131072,
                  prop_delay: float = 0.0, vlan=None, trunks=None):

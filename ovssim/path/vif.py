@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import zlib
 
+from .. import units
 from ..distributions import Sampler
 from ..sched import call_at
 from .cpu import CpuPool, conn_key
@@ -89,8 +90,8 @@ class VifBackend:
         self.env = env
         self.kind = kind
         self.cpu = cpu
-        self.cpu_per_packet = cpu_per_packet
-        self.cpu_per_byte = cpu_per_byte
+        self.cpu_per_packet = units.time(cpu_per_packet)      # "3us" or seconds
+        self.cpu_per_byte = units.time(cpu_per_byte)
         self.direction = direction
         self.name = name
         # one backend thread per VIF direction (a vhost worker, a netback thread): its work

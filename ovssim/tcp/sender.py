@@ -94,6 +94,7 @@ RECOVERY = "recovery"
 LOSS = "loss"
 
 INF = float("inf")
+RTT_KEEP = 1 << 17         # RTT samples kept raw before they fold into bounded statistics (metrics.DelayStats)
 
 
 _seq_of = itemgetter(0)      # a record's start: the key of bisect over the scoreboard
@@ -184,8 +185,12 @@ class TcpSender:
         self.fast_recoveries = 0
         self.timeouts = 0
         self.keep_samples = keep_samples
+        # RTT samples (seconds) and when they were taken; past RTT_KEEP of them, those from ``rtt_from``
+        # on fold into ``rtt_folded`` (exact moments, quantiles within 0.1 %), so memory stays bounded
         self.rtt_samples: list[float] = []
         self.rtt_times: list[float] = []
+        self.rtt_from = 0.0
+        self.rtt_folded = None
         self.cwnd_log: list[tuple[float, int, int]] = []
         self.on_acked = None        # callback(acked_bytes, now) for the application
         # GSO (sk_setup_caps: sk_gso_max_size = the device's gso_max_size - (MAX_TCP_HEADER + 1))
@@ -222,6 +227,17 @@ class TcpSender:
     @property
     def bytes_acked(self) -> int:
         return self.snd_una
+
+    def _fold_rtt(self) -> None:
+        """Move the RTT samples taken from ``rtt_from`` on into ``rtt_folded`` (bounded memory)."""
+        from ..metrics import DelayStats
+        if self.rtt_folded is None:
+            self.rtt_folded = DelayStats()
+        t0 = self.rtt_from
+        self.rtt_folded.values.extend(r for r, t in zip(self.rtt_samples, self.rtt_times) if t >= t0)
+        self.rtt_folded.fold()
+        self.rtt_samples = []
+        self.rtt_times = []
 
     def log_cwnd(self, now: float) -> None:
         self.cwnd_log.append((now, self.cwnd, min(self.ssthresh, INFINITE_SSTHRESH)))
@@ -645,6 +661,8 @@ class TcpSender:
             if self.keep_samples:
                 self.rtt_samples.append(rtt.latest)
                 self.rtt_times.append(now)
+                if len(self.rtt_samples) >= RTT_KEEP:
+                    self._fold_rtt()
         elif acked and self.timestamps and pkt.ts_ecr > 0.0:
             sample = now - pkt.ts_ecr
             self.rtt.sample(sample)
@@ -652,6 +670,8 @@ class TcpSender:
             if self.keep_samples:
                 self.rtt_samples.append(sample)
                 self.rtt_times.append(now)
+                if len(self.rtt_samples) >= RTT_KEEP:
+                    self._fold_rtt()
         # the retransmission timer restarts when new data is acknowledged (tcp_rearm_rto)
         if acked:
             if len(rtx) > self.head:

@@ -33,24 +33,29 @@ class GoodputMeter:
         return self.bytes * 8.0 / span / 1e6 if span > 0 else 0.0
 
 
+def _rtt_stats(senders, start: float):
+    """The senders' RTT samples from ``start`` on, in one :class:`~ovssim.metrics.DelayStats` (raw while
+    few enough, so the figures are those of the raw values to the bit)."""
+    from ..metrics import DelayStats
+    st = DelayStats()
+    for s in senders:
+        if s.rtt_folded is not None:
+            st.merge(s.rtt_folded)
+        st.values.extend(r for r, t in zip(s.rtt_samples, s.rtt_times) if t >= start)
+    return st
+
+
 def rtt_summary(senders, start: float = 0.0) -> dict[str, float]:
     """Mean / median / 99th percentile (ms) of the senders' RTT samples taken after ``start``."""
-    arrs = []
-    for s in senders:
-        if s.rtt_samples:
-            r = np.asarray(s.rtt_samples)
-            t = np.asarray(s.rtt_times)
-            arrs.append(r[t >= start])
-    if not arrs or not sum(len(a) for a in arrs):
+    st = _rtt_stats(senders, start)
+    if not st.count:
         return {}
-    r = np.concatenate(arrs) * 1e3
-    return {"rtt_mean": float(r.mean()), "rtt_p50": float(np.percentile(r, 50)),
-            "rtt_p99": float(np.percentile(r, 99))}
+    return {"rtt_mean": st.mean(1e3), "rtt_p50": st.percentile(50, 1e3), "rtt_p99": st.percentile(99, 1e3)}
 
 
 def rtt_array_ms(senders) -> np.ndarray:
-    arrs = [np.asarray(s.rtt_samples) for s in senders if s.rtt_samples]
-    return np.concatenate(arrs) * 1e3 if arrs else np.empty(0)
+    """The RTT samples (ms) for an ECDF: all of them, or a systematic sample once they folded."""
+    return _rtt_stats(senders, -np.inf).sample() * 1e3
 
 
 def cwnd_array(senders, start: float = 0.0) -> np.ndarray:

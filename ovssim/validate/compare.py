@@ -23,8 +23,12 @@ TARGETS = {"throughput": 0.03, "shaped_throughput": 0.02, "rtt": 0.10, "jitter":
 
 
 def mean_ci(values, unit: str = "", metric: str = "") -> tuple[float, float, float]:
-    """Mean and 95% CI of replication values (:func:`ovssim.intervals.interval`); a single value has no CI."""
-    return tuple(interval(values, unit, metric))
+    """Mean and 95% CI of replication values (:func:`ovssim.intervals.interval`); a single value has no CI.
+
+    Every figure validation compares -- a throughput, an RTT, a jitter, a CPU share, a ratio of throughputs --
+    is a magnitude, so without a unit that says more the interval stays at or above zero."""
+    bounds = None if unit or metric else (0.0, math.inf)
+    return tuple(interval(values, unit, metric, bounds=bounds))
 
 
 def ks_distance(a, b) -> float:

@@ -124,6 +124,7 @@ class IperfTcp(Workload):
             c, s = connect(env, ctx.src, ctx.dst, self.port, cc=self.cc, mtu=self.mtu, mss=self.mss,
                            nodelay=self.nodelay, sndbuf=self.window, rcvbuf=self.window,
                            send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost)
+            c.sender.rtt_from = measured_from       # what the RTT figures cover (and keep once folded)
             meter = GoodputMeter(measured_from, self.t1)
             s.receiver.on_deliver = meter
             self.streams.append((c, s))

@@ -127,6 +127,7 @@ class _NetperfTcp(Workload):
             env, ctx.src, ctx.dst, self.port,
             client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer),
             server=dict(sndbuf=self.remote_buffer, rcvbuf=self.remote_buffer), **common)
+        self.client.sender.rtt_from = self.t0          # what the RTT figures cover (and keep once folded)
         if self.cwnd_interval:
             call_at(env, self.t0, lambda _: self.client.sample_cwnd(self.cwnd_interval, self.t1))
         return env

@@ -93,3 +93,21 @@ def test_source_rejects_impossible_values(bad):
     env = simpy.Environment()
     with pytest.raises(OvssimError):
         ovssim.Source(env, ovssim.Sink(env), **bad)
+
+
+def test_every_element_takes_tc_units():
+    """Rates, times and per-packet costs in tc's spelling give the same element as SI numbers."""
+    from ovssim.distributions import Sampler
+    env = simpy.Environment()
+    cpu = ovssim.CpuPool(env, 2)
+    rng = np.random.default_rng(1)
+    assert ovssim.VethLink(env, cpu, cpu_per_packet="2us", cpu_per_byte="1ns").cpu_per_packet == 2e-6
+    assert ovssim.PatchPort(env, translate="1us").translate == 1e-6
+    assert ovssim.PhysicalSwitch(env, "sw", latency="3us").latency == 3e-6
+    nic = ovssim.Nic(env, "eth0", "1gbit", rx_delay=Sampler("5us", rng), prop_delay="25ns")
+    assert nic.rate_bps == 1e9 and nic.tx.prop_delay == pytest.approx(25e-9)
+    vif = ovssim.VifBackend(env, "kvm-tap", cpu, delay=Sampler("5us", rng), cpu_per_packet="3us",
+                            cpu_per_byte="1ns")
+    assert (vif.cpu_per_packet, vif.cpu_per_byte) == (3e-6, 1e-9)
+    with pytest.raises(OvssimError):
+        ovssim.PhysicalSwitch(env, "sw2", latency="fast")

@@ -21,10 +21,11 @@ def test_ks_distance_shift_of_uniform():
 
 
 def test_mean_ci_is_student_t():
-    v = [1.0, 2.0, 4.0, 7.0]
+    """Student's t while the interval stays above zero (see the next test for when it would not)."""
+    v = [10.0, 11.0, 13.0, 16.0]
     m, lo, hi = mean_ci(v)
     h = stats.t.ppf(0.975, 3) * np.std(v, ddof=1) / 2
-    assert math.isclose(m, 3.5) and math.isclose(hi - m, h) and math.isclose(m - lo, h)
+    assert math.isclose(m, 12.5) and math.isclose(hi - m, h) and math.isclose(m - lo, h)
     assert math.isnan(mean_ci([5.0])[1])
 
 
@@ -41,3 +42,10 @@ def test_comparison_error_target_and_band():
     assert c.meets is True and c.inside is False
     ks = Comparison("t", "c", "ks_rtt", "KS", math.nan, math.nan, math.nan, 0.3, math.nan, math.nan, "held-out", "ks")
     assert ks.error == 0.3 and ks.meets is False and ks.inside is None
+
+
+def test_validation_intervals_stay_at_or_above_zero():
+    """Two noisy replications of a magnitude (a jitter, a throughput) give no negative lower bound."""
+    from ovssim.validate.compare import mean_ci
+    m, lo, hi = mean_ci([0.001, 0.2])
+    assert m == 0.1005 and 0.0 <= lo <= m <= hi
