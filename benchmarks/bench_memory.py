@@ -34,38 +34,29 @@ TCP = {
     "workload": [{"name": "tcp", "tool": "iperf3", "proto": "tcp", "from": "vm1", "to": "vm2"}]}
 
 
-def one_tcp(duration: float) -> dict:
-    """One TCP replication in this process; its peak RSS (MiB), wall seconds and RTT figures."""
+UDP = {
+    "scenario": {"name": "udp950", "reps": 1, "seed": 1},
+    "host": [{"name": "h1", "cores": 4}],
+    "bridge": [{"name": "br0", "host": "h1"}],
+    "vm": [{"name": "vm1", "host": "h1", "bridge": "br0"}, {"name": "vm2", "host": "h1", "bridge": "br0"}],
+    "workload": [{"name": "udp", "tool": "iperf", "proto": "udp", "from": "vm1", "to": "vm2",
+                  "b": "950mbit", "l": "1470b"}]}
+
+
+def one(duration: float, tcp: bool = False) -> dict:
+    """One replication in this process; its peak RSS (MiB), wall seconds and delay (UDP) or RTT (TCP) figures."""
     from ovssim.runner import run_scenario
     from ovssim.scenario import load_scenario
-    sc = load_scenario({**TCP, "scenario": {**TCP["scenario"], "duration": f"{duration}s"}})
+    base = TCP if tcp else UDP
+    sc = load_scenario({**base, "scenario": {**base["scenario"], "duration": f"{duration}s"}})
     t0 = time.perf_counter()
     res = run_scenario(sc)
     wall = time.perf_counter() - t0
     rows = res.per_rep.set_index("metric")["value"]
+    kept = res.samples.get("tcp:tcp_rtt" if tcp else "udp:one_way_delay", ())
     return {"duration": duration, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "wall_s": wall, "throughput": float(rows["throughput"]), "delay_p99_ms": float(rows["tcp_rtt_p99"]),
-            "samples_kept": int(res.samples.get("tcp:tcp_rtt", []).__len__())}
-
-
-def one(duration: float) -> dict:
-    """One replication in this process; its peak RSS (MiB) and wall seconds."""
-    from ovssim.runner import run_scenario
-    from ovssim.scenario import load_scenario
-    sc = load_scenario({
-        "scenario": {"name": "udp950", "duration": f"{duration}s", "reps": 1, "seed": 1},
-        "host": [{"name": "h1", "cores": 4}],
-        "bridge": [{"name": "br0", "host": "h1"}],
-        "vm": [{"name": "vm1", "host": "h1", "bridge": "br0"}, {"name": "vm2", "host": "h1", "bridge": "br0"}],
-        "workload": [{"name": "udp", "tool": "iperf", "proto": "udp", "from": "vm1", "to": "vm2",
-                      "b": "950mbit", "l": "1470b"}]})
-    t0 = time.perf_counter()
-    res = run_scenario(sc)
-    wall = time.perf_counter() - t0
-    rows = res.per_rep.set_index("metric")["value"]
-    return {"duration": duration, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "wall_s": wall, "throughput": float(rows["throughput"]), "delay_p99_ms": float(rows["delay_p99"]),
-            "samples_kept": int(res.samples["udp:one_way_delay"].size)}
+            "wall_s": wall, "throughput": float(rows["throughput"]),
+            "delay_p99_ms": float(rows["tcp_rtt_p99" if tcp else "delay_p99"]), "samples_kept": len(kept)}
 
 
 def main(short: float = 10.0, long: float = 100.0, tcp: bool = False) -> None:
@@ -85,7 +76,7 @@ def main(short: float = 10.0, long: float = 100.0, tcp: bool = False) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] in ("--one", "--one-tcp"):
-        print(json.dumps((one if sys.argv[1] == "--one" else one_tcp)(float(sys.argv[2]))))
+        print(json.dumps(one(float(sys.argv[2]), tcp=sys.argv[1] == "--one-tcp")))
     else:
         args = [a for a in sys.argv[1:] if a != "--tcp"]
         main(*(float(x) for x in args[:2]), tcp="--tcp" in sys.argv[1:])

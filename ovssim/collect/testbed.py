@@ -374,19 +374,24 @@ class Testbed:
         return out
 
 
-def saved_testbeds() -> list[dict]:
-    if not STATE_DIR.exists():
+def read_states(state_dir: Path) -> list[dict]:
+    """The state files a testbed (or a UML instance) saved in ``state_dir``: only what their writer wrote,
+    a dict named after its file (never a path elsewhere); unreadable files are passed over."""
+    if not state_dir.exists():
         return []
     out = []
-    for p in sorted(STATE_DIR.glob("*.json")):
+    for p in sorted(state_dir.glob("*.json")):
         try:
             st = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
-        # only what _save_state wrote: a dict named after its file (never a path elsewhere)
-        if isinstance(st, dict) and st.get("name") == p.stem and isinstance(st.get("namespaces", []), list):
+        if isinstance(st, dict) and st.get("name") == p.stem:
             out.append(st)
     return out
+
+
+def saved_testbeds() -> list[dict]:
+    return [st for st in read_states(STATE_DIR) if isinstance(st.get("namespaces", []), list)]
 
 
 def owner_alive(state: dict) -> bool:

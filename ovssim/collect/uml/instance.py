@@ -41,9 +41,10 @@ import time
 import uuid
 from pathlib import Path
 
+from ...atomic import write_atomic
 from ...errors import ConfigError
 from ..shell import CommandError, Result, check_name
-from ..testbed import _pid_alive
+from ..testbed import _pid_alive, read_states
 from .kernel import UmlKernel, find_kernel
 
 STATE_DIR = Path(os.environ.get("OVSSIM_UML_STATE_DIR", "/run/ovssim-uml"))
@@ -275,9 +276,7 @@ class UmlInstance:
         state = {"name": self.name, "pgid": self.proc.pid, "workdir": str(self.workdir),
                  "owner_pid": os.getpid(), "detached": self.detached, "purpose": self.purpose,
                  "kernel": self.kernel.version, "started": time.time()}
-        tmp = STATE_DIR / f".{self.name}.json.tmp"
-        tmp.write_text(json.dumps(state, indent=1))
-        os.replace(tmp, STATE_DIR / f"{self.name}.json")
+        write_atomic(STATE_DIR / f"{self.name}.json", json.dumps(state, indent=1))
 
     @classmethod
     def attach(cls, state: dict) -> "UmlInstance":
@@ -320,16 +319,9 @@ def _pgid_alive(pgid: int | None) -> bool:
 
 
 def saved_instances() -> list[dict]:
-    if not STATE_DIR.exists():
-        return []
-    out = []
-    for p in sorted(STATE_DIR.glob("*.json")):
-        try:
-            st = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
+    out = read_states(STATE_DIR)
+    for st in out:
         st["alive"] = _pgid_alive(st.get("pgid")) and _is_uml_group(st)
-        out.append(st)
     return out
 
 
