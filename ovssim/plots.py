@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 # sample series recorded in seconds (the rest are in their own unit, e.g. rr_latency in ms)
-SECONDS_TO_MS = {"rtt": 1e3, "one_way_delay": 1e3, "delay": 1e3}
+SECONDS_TO_MS = {"rtt": 1e3, "one_way_delay": 1e3}
 MAIN_METRICS = ("throughput", "rtt_mean", "rtt_p99", "jitter", "loss", "transactions", "latency")
 
 

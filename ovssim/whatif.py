@@ -23,6 +23,8 @@ import pandas as pd
 
 from .atomic import save_figure
 from .errors import ConfigError
+# raw samples recorded in seconds (ping rtt, iperf one_way_delay), drawn in ms; the rest are in ms already
+from .plots import SECONDS_TO_MS as TO_MS
 
 DEFAULT_METRICS = ("throughput", "transactions", "rtt_mean", "rtt_p99", "latency_mean", "latency_p99", "jitter",
                    "loss")
@@ -30,9 +32,6 @@ HIGHER_IS_BETTER = ("throughput", "transactions", "fairness", "goodput")
 ALIASES = {"rtt": "rtt_mean", "latency": "rtt_mean", "tput": "throughput", "bw": "throughput",
            "tps": "transactions"}
 SAMPLE_PATTERNS = ("*:rtt", "*:rr_latency")
-# Raw samples' units as the workloads record them: ping's ``rtt`` and iperf's ``one_way_delay`` in
-# seconds, netperf's ``rr_latency`` and TCP's ``tcp_rtt`` already in ms.
-TO_MS = {"rtt": 1e3, "one_way_delay": 1e3}
 
 
 def parse_qdiscs(text: str) -> list[dict]:

@@ -60,9 +60,7 @@ class Source:
         flow = self.flow
         if self.flows > 1:
             flow = flow._replace(sport=(flow.sport + self.sent % self.flows) % 65536)
-        pkt = Packet(flow, self.size, now, self.size, self.sent)
-        pkt.tos = self.tos
-        pkt.priority = self.priority
+        pkt = Packet(flow, self.size, now, self.size, self.sent, None, self.priority, self.tos)
         self.sent += 1
         self.bytes += self.size
         self.out.put(pkt)
