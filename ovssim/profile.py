@@ -36,6 +36,10 @@ SCHEMA: dict[str, str] = {
     "ovs.tx_sndbuf": "size", "ovs.rx_rcvbuf": "size",
     # the netdev datapath thread's stall when woken after idling (ovssim/path/datapath.py)
     "ovs.idle_stall_prob": "prob", "ovs.idle_stall": "time", "ovs.idle_after": "time",
+    # AF_XDP ports' PMD thread (ovssim/path/afxdp.py): its own work per frame and per batch, an empty poll,
+    # the XSK ring size and the TSC rate (MHz) pmd-perf-show counts cycles in
+    "ovs.afxdp.per_packet": "time", "ovs.afxdp.per_batch": "time", "ovs.afxdp.empty_poll": "time",
+    "ovs.afxdp.ring_size": "int", "ovs.afxdp.tsc_mhz": "int",
     "linux_bridge.forward": "dist",
     "patch.translate": "time", "veth.cpu_per_packet": "time", "veth.cpu_per_byte": "time",
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
@@ -63,6 +67,7 @@ for _q in QDISC_KINDS:
 # idle stall, thresholds, sizes, counts and probabilities.
 CPU_COSTS: frozenset[str] = frozenset((
     "ovs.stats", "ovs.lookup", "ovs.actions", "ovs.upcall", "ovs.lookup_per_mask", "ovs.latency",
+    "ovs.afxdp.per_packet", "ovs.afxdp.per_batch", "ovs.afxdp.empty_poll",
     "linux_bridge.forward", "patch.translate", "veth.cpu_per_packet", "veth.cpu_per_byte", "host.stack_delay",
     "app.send_per_packet", "app.recv_per_packet", "app.rr_processing", "app.send_per_call",
     *(f"vif.{k}.{c}" for k in VIF_KINDS for c in ("cpu_per_packet", "cpu_per_byte")),
