@@ -230,13 +230,18 @@ def _afxdp_vif(env, topo, sc, v, br, tx, rx, profile) -> None:
     """The VIF as an OVS ``afxdp`` port: frames from the guest's veth land in the XSK rx ring (the XDP
     program's redirect, on the host's cores), the host's PMD polls it into the bridge; frames for the
     guest leave through the tx ring at the PMD's flush, straight to the device (generic-mode
-    ``__xsk_generic_xmit`` -> ``__dev_direct_xmit``: no qdisc), then the veth's crossing (``rx``)."""
+    ``__xsk_generic_xmit`` -> ``__dev_direct_xmit``: no qdisc), then the veth's crossing (``rx``, on the
+    PMD's core: the ``sendto`` kick runs it)."""
     if v.get("qdisc") is not None:
         raise ConfigError("an AF_XDP port's transmit bypasses the qdisc (generic mode: __dev_direct_xmit)",
                           file=sc.file, key=f"vm.{v['name']}.qdisc",
                           fix='drop the qdisc, or use port_type = "system" on its bridge')
+    pmd = topo.pmds[v["host"]]
     xsk = AfxdpPort(env, f"{v['name']}-vif", ring_size=profile.int("ovs.afxdp.ring_size"), out=rx)
-    topo.pmds[v["host"]].add_rxq(xsk)
+    pmd.add_rxq(xsk)
+    # the kick's sendto() transmits on the veth in the PMD's own context (veth_xmit -> netif_rx onto
+    # the PMD core's backlog): the crossing towards the guest is the PMD core's work
+    rx.cpu = pmd
     xsk.ingress = br.add_port(xsk.name, xsk.txring, vlan=v.get("vlan"), trunks=v.get("trunks"))
     tx.out = xsk
 

@@ -109,6 +109,7 @@ class PmdPerf:
     idle_cycles: int = 0
     rx_packets: int = 0
     rx_batches: int = 0
+    max_rx_batch: int = 0       # the largest rx batch (the top bin of pmd-perf-show's histogram)
     tx_packets: int = 0
     tx_batches: int = 0
 
@@ -216,6 +217,8 @@ class PmdThread:
             got += len(batch)
             perf.rx_batches += 1
             perf.rx_packets += len(batch)
+            if len(batch) > perf.max_rx_batch:
+                perf.max_rx_batch = len(batch)
             if q.ingress is not None:
                 self._process_in_datapath(q, batch)
             else:
@@ -281,7 +284,7 @@ class PmdThread:
                 "busy_iterations_pct": 100.0 * p.busy_iterations / it,
                 "idle_cycles_pct": 100.0 * p.idle_cycles / (p.used_cycles or 1),
                 "rx_packets": p.rx_packets, "rx_batches": p.rx_batches,
-                "packets_per_rx_batch": p.packets_per_batch,
+                "packets_per_rx_batch": p.packets_per_batch, "max_rx_batch": p.max_rx_batch,
                 "cycles_per_packet": p.cycles_per_packet,
                 "processing_cycles_per_packet": p.processing_cycles_per_packet,
                 "tx_packets": p.tx_packets, "tx_batches": p.tx_batches}
