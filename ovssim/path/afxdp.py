@@ -74,11 +74,20 @@ class AfxdpPort:
         room = self.ring_size
         if len(batch) > room:
             self.tx_dropped += len(batch) - room
-        for pkt in batch[:room]:
+            batch = batch[:room]
+        for pkt in batch:
             pkt.t = t
-            self.tx_packets += 1
-            if self.out is not None:
-                self.out.put(pkt)
+        self.tx_packets += len(batch)
+        if self.out is None:
+            return
+        if t > self.env._now:       # the PMD runs ahead of the clock: the frames leave when it gets there
+            call_at(self.env, t, self._send, batch)
+        else:
+            self._send(batch)
+
+    def _send(self, batch: list) -> None:
+        for pkt in batch:
+            self.out.put(pkt)
 
 
 class TxRing:
