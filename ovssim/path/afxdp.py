@@ -21,8 +21,9 @@ What it models (lib/netdev-afxdp.c, lib/dpif-netdev.c ``pmd_thread_main``,
 
 In a topology (``[[bridge]] port_type = "afxdp"``, :mod:`ovssim.topology`) the PMD also
 runs the bridges' datapath: each polled port has an ``ingress`` (its bridge port) and the
-datapath's per-packet work (flow lookup, actions, patch ports) is charged to the PMD core
-through :meth:`PmdThread.serve`, the way ``dp_netdev_process_rxq_port`` runs
+datapath's work beyond ``per_packet`` (patch ports, upcalls' first steps, the tx kick's veth
+crossing) is charged to the PMD core through :meth:`PmdThread.serve`; ``per_packet`` is the
+frame's whole dpif-netdev pass there (the topology charges no ``ovs.stats/lookup/actions``), the way ``dp_netdev_process_rxq_port`` runs
 ``dp_netdev_input`` in the PMD thread; frames for an AF_XDP port go to its :class:`TxRing`
 and leave at the end of the batch (``dp_netdev_pmd_flush_output_packets``, one ``sendto``
 kick per port).  In generic (skb) mode the kernel's ``__xsk_generic_xmit`` hands them to
