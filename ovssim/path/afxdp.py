@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from .. import units
 from ..sched import call_at
 
 RING_SIZE = 2048            # XSK_RING_CONS__DEFAULT_NUM_DESCS / XSK_RING_PROD__DEFAULT_NUM_DESCS
@@ -146,8 +147,11 @@ class PmdThread:
 
     def __init__(self, env, *, core: int = 1, per_batch: float, per_packet: float, empty_poll: float,
                  batch: int = NETDEV_MAX_BURST, tsc_hz: float = 2.0e9, forward=None, name: str = "pmd"):
+        per_batch, per_packet, empty_poll = units.time(per_batch), units.time(per_packet), units.time(empty_poll)
         if not (per_batch >= 0 and per_packet >= 0 and empty_poll > 0):
             raise ValueError("PMD costs must be >= 0 (empty_poll > 0)")
+        if not 1 <= batch <= NETDEV_MAX_BURST:
+            raise ValueError(f"a PMD's rx batch is 1..{NETDEV_MAX_BURST} frames (NETDEV_MAX_BURST), got {batch}")
         self.env = env
         self.core = core
         self.per_batch = per_batch
