@@ -152,3 +152,18 @@ def test_udp_bw_sends_back_to_back_at_the_send_cost():
 def test_udp_bw_needs_a_send_cost():
     with pytest.raises(ConfigError, match="send cost"):
         udp_bw("0us")
+
+
+def test_a_chain_of_patch_ports_runs_inside_the_pmds_pass():
+    """OVS resolves patch ports within one datapath pass: on an AF_XDP bridge chain every crossing is PMD
+    work (3 crossings per frame for 4 bridges), and none of it lands on the host's other core.  (Upcalls
+    cost nothing here: each bridge of the model's chain misses a new flow once, and the PMD waits for it.)"""
+    costs = {"patch.cpu_per_packet": "1us", "ovs.afxdp.per_batch": "0us", "ovs.upcall": "0us"}
+    one = values(run_scenario(scenario(params=costs)))
+    d = scenario(params=costs, chain=4)
+    d["vm"][1]["bridge"] = "br-4"
+    four = values(run_scenario(d))
+    tsc = 2596e6                               # ovs.afxdp.tsc_mhz of the default profile
+    extra = four[("system", "pmd.h.processing_cycles_per_packet")] - one[("system", "pmd.h.processing_cycles_per_packet")]
+    assert extra == pytest.approx(3 * 1e-6 * tsc, rel=1e-3)
+    assert four[("system", "cpu_util.h.core0")] == pytest.approx(one[("system", "cpu_util.h.core0")], rel=1e-6)
