@@ -20,17 +20,20 @@ What it models (lib/netdev-afxdp.c, lib/dpif-netdev.c ``pmd_thread_main``,
   (the number of empty iterations that fit) rather than simulated one by one.
 
 In a topology (``[[bridge]] port_type = "afxdp"``, :mod:`ovssim.topology`) the PMD also
-runs the bridges' datapath: each polled port has an ``ingress`` (its bridge port) and the
-datapath's work beyond ``per_packet`` (patch ports, upcalls' first steps, the tx kick's veth
-crossing) is charged to the PMD core through :meth:`PmdThread.serve`; ``per_packet`` is the
-frame's whole dpif-netdev pass there (the topology charges no ``ovs.stats/lookup/actions``), the way ``dp_netdev_process_rxq_port`` runs
-``dp_netdev_input`` in the PMD thread; frames for an AF_XDP port go to its :class:`TxRing`
-and leave at the end of the batch (``dp_netdev_pmd_flush_output_packets``, one ``sendto``
-kick per port).  In generic (skb) mode the kernel's ``__xsk_generic_xmit`` hands them to
-the device with ``__dev_direct_xmit``: no qdisc.
+runs the bridges' datapath, the way ``dp_netdev_process_rxq_port`` runs ``dp_netdev_input``
+in the PMD thread: each polled port has an ``ingress`` (its bridge port); ``per_packet`` is
+a frame's whole dpif-netdev pass (the topology charges no ``ovs.stats/lookup/actions``
+there), and what the datapath does beyond it (patch crossings, waiting for an upcall, the tx
+kick's veth crossing) is charged to the PMD core through :meth:`PmdThread.serve`.  Frames
+for an AF_XDP port go to its :class:`TxRing` and leave at the end of the batch
+(``dp_netdev_pmd_flush_output_packets``, one ``sendto`` kick per port); in generic (skb)
+mode the kernel's ``__xsk_generic_xmit`` hands them to the device with
+``__dev_direct_xmit``: no qdisc.
 
-Costs are parameters (profile keys ``ovs.afxdp.*``).  Not modelled: the fill/completion rings' recycling of UMEM frames, need_wakeup,
-several PMDs sharing a queue, the EMC/SMC/dpcls hit split (one per-packet cost).
+Costs are parameters (profile keys ``ovs.afxdp.*``).  Not modelled: the fill/completion
+rings' recycling of UMEM frames, need_wakeup, several PMDs sharing a queue, the
+EMC/SMC/dpcls hit split (one per-packet cost), a PMD time-sliced with other threads on an
+overloaded host (the PMD here owns its core).
 """
 from __future__ import annotations
 
@@ -263,9 +266,9 @@ class PmdThread:
             self.perf.tx_batches += 1
 
     def _process_in_datapath(self, q: AfxdpPort, batch: list) -> None:
-        """In a topology: each frame through the bridge (its work charged by :meth:`serve`),
-        the AF_XDP port's own ``per_packet`` (descriptors, UMEM) first; then the tx flush,
-        ``per_batch`` covering the rx burst and the ``sendto`` kicks."""
+        """In a topology: ``per_packet`` for each frame's pass, the frame into its bridge (whose
+        further work :meth:`serve` charges), then the tx flush, ``per_batch`` covering the rx
+        burst and the ``sendto`` kicks."""
         self.in_batch = True
         try:
             for pkt in batch:
