@@ -35,12 +35,12 @@ where Linux carries 64 KB); the
 shapers' timer latency (a datagram HTB holds leaves ~30 us after its tokens allow, measured here); heavy RTT
 tails that fit a calibratable family (seed 002's mixtures)."""
 
-TESTBEDS = ("thesis", "local", "load", "interim", "xenserver", "chains", "uml", "batching")
+TESTBEDS = ("thesis", "local", "states", "load", "interim", "xenserver", "chains", "uml", "batching")
 
 
 def run_testbeds(settings: Settings, only: list[str] | None = None, progress=print) -> list[TestbedResult]:
-    from . import batching, chains, interim, load, local, thesis, uml, xenserver
-    mods = {"thesis": thesis, "local": local, "load": load, "interim": interim, "xenserver": xenserver,
+    from . import batching, chains, interim, load, local, states, thesis, uml, xenserver
+    mods = {"thesis": thesis, "local": local, "states": states, "load": load, "interim": interim, "xenserver": xenserver,
             "chains": chains, "uml": uml, "batching": batching}
     settings.figures_dir.mkdir(parents=True, exist_ok=True)
     out: list[TestbedResult] = []
