@@ -49,7 +49,7 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
                 "day's state by its speed index (CPU costs) and busy share (the netdev thread's wake-ups). "
                 "Neither dataset has a collector machine state (both predate it): the speed index is estimated "
                 "from the Linux bridge's 1-bridge TCP throughput, the busy share is the ping runs' cpu_busy.")
-    states = {}
+    states, medians = {}, {}
     for prof_day in STATES:
         base = Profile.load(str(days[prof_day][2]))
         for data_day in STATES:
@@ -81,25 +81,64 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
                 ps = samples[(samples["bridge"] == k[0]) & (samples["chain"] == k[1]) & (samples["link"] == k[2])
                              & (samples["qdisc"] == k[3])]["value"].to_numpy(float) * 1e3
                 sim = np.asarray(sims[c.label].samples.get("ping:rtt", []), float) * 1e3
+                if tag == "quiet->quiet" and ps.size and sim.size:
+                    medians[c.label] = (float(np.median(ps)), float(np.median(sim)))
                 if ps.size and sim.size:
                     tb.rows.append(Comparison(tb.name, f"{tag} {c.label} ping", "ks_rtt", "KS", float("nan"),
                                               float("nan"), float("nan"), ks_distance(ps, sim), float("nan"),
                                               float("nan"), split, "ks", band="-",
                                               note=f"{ps.size} measured / {sim.size} simulated RTTs"))
-    _notes(tb, states)
+    _notes(tb, states, medians)
     return [tb]
 
 
-def _notes(tb: TestbedResult, states: dict) -> None:
+# the issue's table (issue 17): the shipped profile of 25 Nov (fitted on the busy day) on the quiet data
+BEFORE = {"ovs-1 rr": "381 us", "ovs-1": "1.30 ms mean (0.37 without the stall)", "ovs-4-patch": "1.30 ms mean",
+          "ovs-4-veth": "2.34 ms mean"}
+
+
+def _notes(tb: TestbedResult, states: dict, medians: dict) -> None:
+    rr = next((r for r in tb.rows if r.config == "quiet->quiet ovs-1 rr"), None)
+    if rr is not None and medians:
+        parts = [f"qperf tcp_lat RTT, 1 OVS bridge: measured {rr.measured * 1e3:.0f} us mean over runs (median "
+                 f"129 us), simulated {rr.simulated * 1e3:.0f} us (before: {BEFORE['ovs-1 rr']})"]
+        for lab, what in (("ovs-1", "1 OVS bridge"), ("ovs-4-patch", "4 patch-chained OVS bridges"),
+                          ("ovs-4-veth", "4 veth-chained OVS bridges")):
+            if lab in medians:
+                m, s = medians[lab]
+                parts.append(f"ping median through {what}: measured {m:.2f} ms, simulated {s:.2f} ms "
+                             f"(before: {BEFORE[lab]})")
+        tb.notes.append("**Issue 17's table, with the refitted quiet profile** (`calibration/local_netns.toml`): "
+                        + "; ".join(parts) + ".")
+    tb.notes.append(
+        "**Why the other day is missed.** (1) *Latency does not scale like CPU work.* On the busy day the Linux "
+        "bridge's TCP_RR was faster (0.060 ms mean) than on the quiet day (0.084 ms) although its TCP throughput "
+        "was half: a quiet guest's idle vCPUs are woken for every message (what the quiet fit puts in the "
+        "receive stack's latency and the application's wake-up), a busy guest's are running. Scaling every CPU "
+        "cost by the speed index (x1.98, x0.504) moves these latencies the wrong way. (2) *The tick stall is "
+        "seen only on a busy machine*: at busy share 0.02 the quiet data have 0-0.2 % stalled pings, so the "
+        "quiet profile's stall probability stays at the default 0 and the busy day's pings (18-28 % one tick "
+        "late) are under-predicted by ~70 %; the busy profile moved to the quiet day predicts no stall, as "
+        "measured, but lacks the idle core's wake-up (`ovs.idle_wake`, which busy data cannot show). "
+        "(3) *Throughput*: the speed index is estimated from the Linux bridge's 1-bridge TCP throughput itself, "
+        "yet scaling the CPU costs by it moves the simulated throughput by about x0.62 / x1.63 instead of x0.50 / "
+        "x1.98: part of the simulated path is not in `CPU_COSTS` (segmentation and qdisc costs, fixed latencies). "
+        "(4) *Other bridge configurations of the same day*: veth chains' TCP throughput is under-predicted "
+        "(the veth crossing's CPU cost is the default profile's, not fitted; the batching section's per-byte "
+        "costs are not in these profiles); pings through patch-chained bridges are under-predicted on the quiet "
+        "day (measured 0.37 / 0.40 ms for 2 / 4 bridges against 0.24 for one while TCP_RR barely moves): the idle "
+        "wake-up grows with the chain in the data, while the model's one thread wakes once per chain.")
+
     for (p, d), (own, st) in states.items():
         if p != d:
             tb.notes.append(f"**{p} profile -> {d} day**: CPU costs x{own / st['speed_index']:.3g} (speed index "
                             f"{own} -> {st['speed_index']}), busy share {st['cpu_busy']}.")
+    counts = []
     for tag in sorted({r.config.split()[0] for r in tb.rows}):
         rows = [r for r in tb.rows if r.config.startswith(tag + " ") and r.split == "held-out"]
-        meets = sum(1 for r in rows if r.meets)
-        errs = [f"{r.config.split(' ', 1)[1]} {r.measured:.3g} vs {r.simulated:.3g}" for r in rows
-                if r.metric != "ks_rtt"]
-        if errs:
-            tb.notes.append(f"**{tag}** (measured vs simulated, held out; {meets}/{len(rows)} rows meet their target)"
-                            f"): " + "; ".join(errs) + ".")
+        per = {m: [r for r in rows if r.metric == m] for m in ("throughput", "rtt", "ks_rtt")}
+        if rows:
+            counts.append(f"{tag}: " + ", ".join(f"{m} {sum(1 for r in v if r.meets)}/{len(v)}"
+                                                for m, v in per.items() if v))
+    tb.notes.append("**Held-out rows meeting their target** (throughput 3 %, mean RTT 10 %, KS <= 0.1): "
+                    + "; ".join(counts) + ".")
