@@ -100,7 +100,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     def _ovs_thread(host: str):
         if host not in ovs_threads:
             ovs_threads[host] = idle_stall_state(profile.prob("ovs.idle_stall_prob"), profile.time("ovs.idle_stall"),
-                                                 profile.time("ovs.idle_after"), rng(f"{host}.ovs.idle_stall"), host)
+                                                 profile.time("ovs.idle_after"), rng(f"{host}.ovs.idle_stall"), host,
+                                                 idle_wake=profile.time("ovs.idle_wake"),
+                                                 busy_share=profile.busy_share())
         return ovs_threads[host]
 
     for b in d.get("bridge", []):

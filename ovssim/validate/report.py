@@ -12,6 +12,7 @@ import math
 import time
 from pathlib import Path
 
+from . import TESTBEDS
 from .base import ROOT, Settings, TestbedResult
 from .compare import TARGETS
 from .simulate import Runner
@@ -28,20 +29,21 @@ than any real measurement noise, so "inside band" is almost always "no" for them
 a per-qdisc processing cost (the thesis's RTT differences between schedulers: the model gives all six the same
 RTT); a per-send() application cost (the thesis's TCP_STREAM below line rate with 256-byte sends);
 the shape of OVS's userspace-datapath latency (its busy-path latency that is not CPU work is modelled as
-`ovs.latency` and its one-tick stall after idling as `ovs.idle_stall_prob`, both fitted; the body of the ping RTT
-distribution and its batching jitter are not); segment batching (GSO/TSO/GRO: seed 003 and seed 004's
+`ovs.latency`, its wake-up after idling as `ovs.idle_wake` on an idle core and `ovs.idle_stall_prob` on a busy
+one, by the data's busy share, all fitted; the body of the ping RTT distribution and its batching jitter are not);
+latencies that follow the machine's state other than by its speed (a quiet guest's TCP_RR is slower than a busy
+one's: section "Across states"); segment batching (GSO/TSO/GRO: seed 003 and seed 004's
 multi-Gbit/s cases, this machine's Linux bridge: the model carries every 1448-byte segment through the kernel
 where Linux carries 64 KB); the
 shapers' timer latency (a datagram HTB holds leaves ~30 us after its tokens allow, measured here); heavy RTT
 tails that fit a calibratable family (seed 002's mixtures)."""
 
-TESTBEDS = ("thesis", "local", "load", "interim", "xenserver", "chains", "uml", "batching", "afxdp")
 
 
 def run_testbeds(settings: Settings, only: list[str] | None = None, progress=print) -> list[TestbedResult]:
-    from . import afxdp, batching, chains, interim, load, local, thesis, uml, xenserver
-    mods = {"thesis": thesis, "local": local, "load": load, "interim": interim, "xenserver": xenserver,
-            "chains": chains, "uml": uml, "batching": batching, "afxdp": afxdp}
+    from . import afxdp, batching, chains, interim, load, local, states, thesis, uml, xenserver
+    mods = {"thesis": thesis, "local": local, "states": states, "load": load, "interim": interim,
+            "xenserver": xenserver, "chains": chains, "uml": uml, "batching": batching, "afxdp": afxdp}
     settings.figures_dir.mkdir(parents=True, exist_ok=True)
     out: list[TestbedResult] = []
     with Runner(settings.workers) as runner:
