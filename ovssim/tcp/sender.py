@@ -472,9 +472,25 @@ class TcpSender:
             self.sndbuf = self.sndbuf_auto.payload
 
     def _rtc_resume(self, _=None) -> None:
-        """The flow's core is free again: send what was held back (a stale wake-up does nothing)."""
-        if self.env._now >= self._rtc_at:
+        """The flow's core is free again: send what was held back (a stale wake-up does nothing).
+
+        If other work took the core meanwhile, and nothing else would stop ``push`` first (the
+        window, the writer's buffer), wait on for the core as ``push`` would, without running it."""
+        now = self.env._now
+        if now >= self._rtc_at:
             self._rtc_at = INF
+            rtc = self._rtc
+            free = rtc[0][rtc[1]]
+            if free > now:
+                q = self.q
+                bulk = self.bulk_until
+                if (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out < self.cwnd
+                        and (bulk is None or (now < bulk and self.snd_una + self.sndbuf <= self.write_end
+                                              and (self.sndbuf_auto is None or self.cwnd <= self._sndbuf_cwnd)))):
+                    self.cwnd_limited = False
+                    self._rtc_at = free
+                    call_at(self.env, free, self._rtc_resume)
+                    return
             self.push()
 
     def _transmit(self, seq: int, n: int, now: float, new: bool, segs: int = 1) -> None:
