@@ -14,8 +14,9 @@ does the same with a list of records ``[seq, end, tx_time, flags, pcount]`` in s
   rounded to whole segments), then tagged ``SACKED``; only the part of a block beyond what the
   previous ACK reported is walked (the ``recv_sack_cache``).
 * :meth:`mark_lost` -- RFC 6675 ``IsLost`` as the model has it (an unSACKed segment with
-  ``reordering`` SACKed segments above it), :meth:`mark_head_lost` -- ``tcp_mark_head_lost`` for
-  one segment (NewReno), :meth:`enter_loss` -- the marking of ``tcp_enter_loss``.
+  ``reordering`` SACKed segments above it), :meth:`mark_head_lost` -- NewReno's head marking
+  (``tcp_newreno_mark_lost``: the head skb cut to one segment, ``tcp_mark_skb_lost``),
+  :meth:`enter_loss` -- the marking of ``tcp_enter_loss``.
 * :meth:`next_retransmit` -- ``tcp_xmit_retransmit_queue``: the first lost, not yet retransmitted
   segment (cut off its skb: the model retransmits one segment per skb).
 
@@ -256,7 +257,7 @@ class RtxQueue:
             self.lost_mark_seq = mark
 
     def mark_head_lost(self) -> None:
-        """``tcp_mark_head_lost`` for one segment: the first outstanding one (NewReno)."""
+        """``tcp_newreno_mark_lost``: the first outstanding segment is lost (cut off its skb)."""
         if len(self.recs) > self.head:
             i = self.head
             r = self.recs[i]
