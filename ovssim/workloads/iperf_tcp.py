@@ -123,7 +123,8 @@ class IperfTcp(Workload):
         for i in range(self.parallel):
             c, s = connect(env, ctx.src, ctx.dst, self.port, cc=self.cc, mtu=self.mtu, mss=self.mss,
                            nodelay=self.nodelay, sndbuf=self.window, rcvbuf=self.window,
-                           send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost)
+                           send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost,
+                           send_byte_cost=app.get("send_per_byte", 0.0), recv_byte_cost=app.get("recv_per_byte", 0.0))
             c.sender.rtt_from = measured_from       # what the RTT figures cover (and keep once folded)
             meter = GoodputMeter(measured_from, self.t1)
             s.receiver.on_deliver = meter
