@@ -478,6 +478,12 @@ class TcpSender:
         if self.sndbuf_auto.expand(self.cwnd, self.reordering):
             self.sndbuf = self.sndbuf_auto.payload
 
+    def share_core(self, other: "TcpSender") -> None:
+        """Do the sending work on ``other``'s core: one thread writing both sockets (iperf3 before 3.16
+        runs every ``-P`` stream in its one thread)."""
+        self.cpu_key = other.cpu_key
+        self._rtc = other._rtc
+
     def _rtc_resume(self, _=None) -> None:
         """The flow's core is free again: send what was held back (a stale wake-up does nothing)."""
         if self.env._now >= self._rtc_at:

@@ -1,30 +1,37 @@
-"""Issue 15: batching on this machine (``data/local/2026-11-24/local-offloads``).
+"""Issue 15: batching on this machine, the CPU-bound regime.
 
-The Linux bridge with the namespaces' transmit offloads on (TSO: 64 KB GSO skbs cross the veths
-and the bridge whole) and off (``ethtool -K eth0 tx off``: segmented in software at eth0, MTU
-frames on the path), OVS netdev (offloads off, which its AF_PACKET path needs), bulk iperf3 CUBIC
-with 1 and 4 streams, qperf ``tcp_lat`` and ping beside them, OVS chains of 2 and 4 bridges.
+Fit (``data/local/2026-11-25/local-bytes``): the Linux bridge, 1 bridge, iperf3 CUBIC, the
+namespaces' transmit offloads on (TSO: 64 KB GSO skbs cross the veths and the bridge whole) and off
+(``ethtool -K eth0 tx off``: software segmentation at eth0, MTU frames on the path), iperf3 -l
+128 KiB and 16 KiB.  The same bytes in ~40x fewer skbs, and in 8x more write() calls: what separates
+the cost of a write() call (``app.send_per_call``) and the per-byte socket copies (``tcp_sendmsg``'s
+copy from user, ``tcp_recvmsg``'s copy to user; ``app.send_per_byte`` = ``app.recv_per_byte``, the
+same memcpy either way) from the per-skb costs fitted before (``calibration/local_netns.toml``).
+Two parameters, four targets; it writes ``calibration/local_batching.toml``.
 
-Split: nothing here is fitted.  The profile is ``calibration/local_netns.toml`` (fitted on the
-older ``data/local/local-bridges`` campaign's 1-bridge unshaped rows, offloads off); every row of
-this campaign is held out -- in particular every offloads-on row, which no fit has seen.
+Held out: every row of ``data/local/2026-11-24/local-offloads`` (Linux bridge offloads on and off,
+OVS netdev, 1 and 4 streams, qperf ``tcp_lat`` and ping beside them, OVS chains of 2 and 4
+bridges), collected on another evening under another load.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .base import ROOT, Settings, TestbedResult
+from ..fit.calibrate import Param, Target, target_sigma
+from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, shown
 from .compare import Comparison, mean_ci
 from .local import METRICS, WORKLOADS, _config, load_measured
 from .simulate import Runner
 
 DATA = ROOT / "data" / "local" / "2026-11-24" / "local-offloads"
+FIT_DATA = ROOT / "data" / "local" / "2026-11-25" / "local-bytes"
+IPERF3_LENGTH = 131072        # iperf3's TCP write size (-l) when not given
 # iperf3 -P 4: four flows from one process (the simulator's iperf takes -P as iperf does)
-TCP4 = ({**WORKLOADS["tcp"][0], "P": 4}, WORKLOADS["tcp"][1])
+TCP4 = ({**WORKLOADS["tcp"][0], "P": 4, "one_thread": True}, WORKLOADS["tcp"][1])   # iperf 3.12: one thread
 EXTRA_METRICS = [("tcp4", "throughput", 1e-6, "throughput", "Mbit/s", "throughput")]
 
 
-def _cfg(bridge: str, chain: int, link: str, offload: bool, workloads: list[str]):
+def _cfg(bridge: str, chain: int, link: str, offload: bool, workloads: list[str], length: int | None = None):
     base = [w for w in workloads if w != "tcp4"]
     c = _config(bridge, chain, link, "none", base)
     sc = c.scenario
@@ -37,31 +44,28 @@ def _cfg(bridge: str, chain: int, link: str, offload: bool, workloads: list[str]
         sc["workload"].append({"name": "tcp4", "from": "ns1", "to": "ns2", "start": f"{end:.3f}s", **spec})
         sc["scenario"]["duration"] = f"{end + span + 0.1:.3f}s"
     c.label += "-tso" if offload else "-txoff"
+    if length:                                    # iperf3 -l
+        for w in sc["workload"]:
+            if w["name"] == "tcp":
+                w["l"] = int(length)
+        c.label += f"-l{int(length) // 1024}k"
     c.facts["offload"] = offload
     return c
 
 
-def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
-    profile = settings.calibration_dir / "local_netns.toml"
-    tb = TestbedResult("batching", "Issue 15: batching -- offloads on/off, OVS netdev, chains (this machine)",
-                       profile=str(profile.relative_to(ROOT)) if profile.is_relative_to(ROOT) else str(profile))
-    if not (data / "results.parquet").is_file() and not (data / "results.csv.gz").is_file():
-        tb.notes.append(f"No data at {data.relative_to(ROOT)}: run `sudo ovssim collect "
-                        "data/campaigns/local-offloads.toml --out data/local/2026-11-24/local-offloads`.")
-        return [tb]
+def _load(data: Path):
     df = load_measured(data)
     df["vm_tx_offload"] = df["vm_tx_offload"].astype(str).str.lower().isin(["true", "1"])
-    keys = ["bridge", "chain", "link", "vm_tx_offload"]
-    cfgs = []
-    for k, wls in df.groupby(keys)["workload"].unique().items():
-        wls = [w for w in wls if w in WORKLOADS or w == "tcp4"]
-        if wls:
-            cfgs.append(_cfg(k[0], int(k[1]), k[2], bool(k[3]), wls))
-    sims = runner.run(cfgs, str(profile), reps=settings.reps, seed=2026)
+    df["size"] = df["size"].fillna(IPERF3_LENGTH).astype(int) if "size" in df else IPERF3_LENGTH
+    df["workload"] = df["workload"].str.replace(r"-size\d+$", "", regex=True)   # the collector's "tcp-size16384"
+    return df
+
+
+def _rows(tb, df, cfgs, sims, campaign: str, split_of) -> None:
     for c in cfgs:
         f = c.facts
         sel = df[(df["bridge"] == f["bridge"]) & (df["chain"] == f["chain"]) & (df["link"] == f["link"])
-                 & (df["vm_tx_offload"] == f["offload"])]
+                 & (df["vm_tx_offload"] == f["offload"]) & (df["size"] == f.get("length", IPERF3_LENGTH))]
         sim = sims[c.label]
         for wl, mm, fac, sm, unit, metric in METRICS + EXTRA_METRICS:
             runs = sel[(sel["workload"] == wl) & (sel["metric"] == mm)]["value"].to_numpy(float) * fac
@@ -69,10 +73,65 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
                 continue
             y, lo, hi = mean_ci(runs)
             m, slo, shi = mean_ci(sim.values(wl, sm))
-            tb.rows.append(Comparison(tb.name, f"{c.label} {wl}", metric, unit, y, lo, hi, m, slo, shi,
-                                      "held-out", metric, note=f"{runs.size} runs"))
-    tb.split = ("Held out entirely: the profile was fitted on another campaign (offloads off, 1 bridge); "
-                "no row of this campaign -- offloads on, 4 streams, chains -- was seen by a fit.")
+            kind = "cpu_throughput" if metric == "throughput" else metric
+            tb.rows.append(Comparison(tb.name, f"{campaign}: {c.label} {wl}", metric, unit, y, lo, hi, m, slo, shi,
+                                      split_of(c, wl), kind, note=f"{runs.size} runs"))
+
+
+def _fit(runner: Runner, settings: Settings, fit_data: Path):
+    """``app.send_per_call`` and ``app.send_per_byte`` (= ``app.recv_per_byte``) on ``fit_data``'s four rows."""
+    df = _load(fit_data)
+    cfgs, targets = [], []
+    for offload in (True, False):
+        for length in (IPERF3_LENGTH, 16384):
+            c = _cfg("linux", 1, "-", offload, ["tcp"], None if length == IPERF3_LENGTH else length)
+            c.facts["length"] = length
+            sel = df[(df["bridge"] == "linux") & (df["vm_tx_offload"] == offload) & (df["size"] == length)
+                     & (df["workload"] == "tcp") & (df["metric"] == "throughput")]
+            runs = sel["value"].to_numpy(float) * 1e-6
+            sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
+            targets.append(Target(f"{c.label}/tcp", "throughput", float(runs.mean()), sigma, "Mbit/s", runs, how))
+            cfgs.append(c)
+    files = [fit_data / "results.csv.gz"] if (fit_data / "results.csv.gz").is_file() else []
+    return cfgs, fit_profile(
+        runner, settings, name="local_batching", configs=cfgs, targets=targets, data_files=files,
+        params=[Param.parse("app.send_per_call=1us..1000us"), Param.parse("app.send_per_byte=0.01ns..20ns")],
+        tied={"app.recv_per_byte": "app.send_per_byte"},
+        base_profile="local_netns", x0={"app.send_per_call": 80e-6, "app.send_per_byte": 0.1e-9},
+        description="This machine's namespace testbed: local_netns plus the application's cost per write() call "
+                    "and the per-byte socket copies (app.send_per_byte = app.recv_per_byte), fitted on the Linux "
+                    "bridge's iperf3 throughput with offloads on and off and 128 KiB and 16 KiB writes",
+        method_note="targets: iperf3 TCP throughput, Linux bridge, 1 bridge, offloads on and off, iperf3 -l 128 KiB "
+                    "and 16 KiB (data/local/2026-11-25/local-bytes); app.recv_per_byte tied to app.send_per_byte; "
+                    "the other parameters fixed at local_netns; sigma = std/sqrt(n) of the runs")
+
+
+def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = FIT_DATA) -> list[TestbedResult]:
+    tb = TestbedResult("batching", "Issue 15: batching -- offloads on/off, OVS netdev, chains (this machine)")
+    for d, camp in ((fit_data, "local-bytes"), (data, "local-offloads")):
+        if not (d / "results.parquet").is_file() and not (d / "results.csv.gz").is_file():
+            tb.notes.append(f"No data at {shown(d)}: run `sudo ovssim collect data/campaigns/{camp}.toml "
+                            f"--out {shown(d)}`.")
+            return [tb]
+    fcfgs, (profile, res) = _fit(runner, settings, fit_data)
+    tb.profile = shown(profile)
+    tb.fit = fit_summary(res, profile)
+    fdf = _load(fit_data)
+    # the held-out campaign
+    df = _load(data)
+    keys = ["bridge", "chain", "link", "vm_tx_offload"]
+    cfgs = []
+    for k, wls in df.groupby(keys)["workload"].unique().items():
+        wls = [w for w in wls if w in WORKLOADS or w == "tcp4"]
+        if wls:
+            cfgs.append(_cfg(k[0], int(k[1]), k[2], bool(k[3]), wls))
+    sims = runner.run(fcfgs + cfgs, str(profile), reps=settings.reps, seed=2026)
+    _rows(tb, fdf, fcfgs, sims, "local-bytes", lambda c, wl: "in-sample")
+    _rows(tb, df, cfgs, sims, "local-offloads", lambda c, wl: "held-out")
+    tb.split = ("Fitted: two parameters (`app.send_per_call`; `app.send_per_byte` with `app.recv_per_byte` tied "
+                "to it) on the four rows of data/local/2026-11-25/local-bytes (offloads on and off, 128 and 16 KiB "
+                "writes); every other parameter comes from calibration/local_netns.toml (fitted on "
+                "data/local/local-bridges, offloads off).  Held out: every row of data/local/2026-11-24/local-offloads.")
     tb.notes.append("Collected on the shared 2-core machine while other jobs ran (load average 4-5; "
                     "see the campaign's SUMMARY.txt): CPU-bound throughput on this machine moves by 2x between "
                     "campaigns (Linux bridge, 1 bridge, offloads off: 1767 Mbit/s in data/local/local-bridges, "
