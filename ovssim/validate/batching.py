@@ -3,11 +3,12 @@
 Fit (``data/local/2026-11-25/local-bytes``): the Linux bridge, 1 bridge, iperf3 CUBIC, the
 namespaces' transmit offloads on (TSO: 64 KB GSO skbs cross the veths and the bridge whole) and off
 (``ethtool -K eth0 tx off``: software segmentation at eth0, MTU frames on the path), iperf3 -l
-128 KiB and 16 KiB.  The same bytes in ~40x fewer skbs, and in 8x more write() calls: what separates
-the cost of a write() call (``app.send_per_call``) and the per-byte socket copies (``tcp_sendmsg``'s
-copy from user, ``tcp_recvmsg``'s copy to user; ``app.send_per_byte`` = ``app.recv_per_byte``, the
-same memcpy either way) from the per-skb costs fitted before (``calibration/local_netns.toml``).
-Two parameters, four targets; it writes ``calibration/local_batching.toml``.
+128 KiB and 16 KiB.  The same bytes in ~40x fewer skbs, and in 8x more write() calls.  The socket
+copies per byte (``tcp_sendmsg``'s copy from user, ``tcp_recvmsg``'s copy to user;
+``app.send_per_byte`` = ``app.recv_per_byte``, the same memcpy either way) are measured there, not
+fitted: the receiving iperf3's own CPU per byte (:func:`copy_cost_per_byte`).  One parameter is
+fitted on the four rows: the cost of a write() call (``app.send_per_call``), over the per-skb costs
+fitted before (``calibration/local_netns.toml``).  It writes ``calibration/local_batching.toml``.
 
 Held out: every row of ``data/local/2026-11-24/local-offloads`` (Linux bridge offloads on and off,
 OVS netdev, 1 and 4 streams, qperf ``tcp_lat`` and ping beside them, OVS chains of 2 and 4
@@ -78,8 +79,18 @@ def _rows(tb, df, cfgs, sims, campaign: str, split_of) -> None:
                                       split_of(c, wl), kind, note=f"{runs.size} runs"))
 
 
+def copy_cost_per_byte(df) -> float:
+    """The receiving iperf3's CPU per byte with offloads on and 128 KiB reads (its ``cpu_util_total``,
+    getrusage, over the bytes it received): the copy to user (``tcp_recvmsg`` -> ``skb_copy_datagram_iter``)
+    and little else, since the receive softirq runs in the sender's context (veth ``netif_rx`` on the
+    sender's CPU).  Seconds per byte, the mean over the runs."""
+    sel = df[(df["vm_tx_offload"]) & (df["size"] == IPERF3_LENGTH) & (df["workload"] == "tcp")]
+    runs = sel.pivot_table(index="rep", columns="metric", values="value")
+    return float((runs["cpu_server"] / (runs["throughput"] / 8)).mean())
+
+
 def _fit(runner: Runner, settings: Settings, fit_data: Path):
-    """``app.send_per_call`` and ``app.send_per_byte`` (= ``app.recv_per_byte``) on ``fit_data``'s four rows."""
+    """``app.send_per_call`` on ``fit_data``'s four rows, the copies per byte set to what iperf3 measured."""
     df = _load(fit_data)
     cfgs, targets = [], []
     for offload in (True, False):
@@ -92,18 +103,21 @@ def _fit(runner: Runner, settings: Settings, fit_data: Path):
             sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
             targets.append(Target(f"{c.label}/tcp", "throughput", float(runs.mean()), sigma, "Mbit/s", runs, how))
             cfgs.append(c)
+    copy = f"{copy_cost_per_byte(df) * 1e9:.4g}ns"
     files = [fit_data / "results.csv.gz"] if (fit_data / "results.csv.gz").is_file() else []
     return cfgs, fit_profile(
         runner, settings, name="local_batching", configs=cfgs, targets=targets, data_files=files,
-        params=[Param.parse("app.send_per_call=1us..1000us"), Param.parse("app.send_per_byte=0.01ns..20ns")],
-        tied={"app.recv_per_byte": "app.send_per_byte"},
-        base_profile="local_netns", x0={"app.send_per_call": 80e-6, "app.send_per_byte": 0.1e-9},
-        description="This machine's namespace testbed: local_netns plus the application's cost per write() call "
-                    "and the per-byte socket copies (app.send_per_byte = app.recv_per_byte), fitted on the Linux "
-                    "bridge's iperf3 throughput with offloads on and off and 128 KiB and 16 KiB writes",
-        method_note="targets: iperf3 TCP throughput, Linux bridge, 1 bridge, offloads on and off, iperf3 -l 128 KiB "
-                    "and 16 KiB (data/local/2026-11-25/local-bytes); app.recv_per_byte tied to app.send_per_byte; "
-                    "the other parameters fixed at local_netns; sigma = std/sqrt(n) of the runs")
+        params=[Param.parse("app.send_per_call=1us..1000us")],
+        fixed={"app.send_per_byte": copy, "app.recv_per_byte": copy},
+        base_profile="local_netns", x0={"app.send_per_call": 80e-6},
+        description="This machine's namespace testbed: local_netns plus the socket copies per byte (measured: the "
+                    "receiving iperf3's CPU per byte) and the cost of a write() call (fitted on the Linux bridge's "
+                    "iperf3 throughput, offloads on and off, 128 KiB and 16 KiB writes)",
+        method_note="app.send_per_byte = app.recv_per_byte = the receiving iperf3's CPU per byte (cpu_util_total "
+                    "over bytes) in the offloads-on 128 KiB runs, not fitted; target of app.send_per_call: iperf3 "
+                    "TCP throughput, Linux bridge, 1 bridge, offloads on and off, iperf3 -l 128 KiB and 16 KiB "
+                    "(data/local/2026-11-25/local-bytes); the other parameters fixed at local_netns; "
+                    "sigma = std/sqrt(n) of the runs")
 
 
 def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = FIT_DATA) -> list[TestbedResult]:
@@ -128,10 +142,11 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
     sims = runner.run(fcfgs + cfgs, str(profile), reps=settings.reps, seed=2026)
     _rows(tb, fdf, fcfgs, sims, "local-bytes", lambda c, wl: "in-sample")
     _rows(tb, df, cfgs, sims, "local-offloads", lambda c, wl: "held-out")
-    tb.split = ("Fitted: two parameters (`app.send_per_call`; `app.send_per_byte` with `app.recv_per_byte` tied "
-                "to it) on the four rows of data/local/2026-11-25/local-bytes (offloads on and off, 128 and 16 KiB "
-                "writes); every other parameter comes from calibration/local_netns.toml (fitted on "
-                "data/local/local-bridges, offloads off).  Held out: every row of data/local/2026-11-24/local-offloads.")
+    tb.split = ("Fitted: one parameter (`app.send_per_call`) on the four rows of data/local/2026-11-25/local-bytes "
+                "(offloads on and off, 128 and 16 KiB writes); measured there, not fitted: the socket copies per "
+                "byte (`app.send_per_byte` = `app.recv_per_byte` = the receiving iperf3's CPU per byte); every other "
+                "parameter comes from calibration/local_netns.toml (fitted on data/local/local-bridges, offloads "
+                "off).  Held out: every row of data/local/2026-11-24/local-offloads.")
     tb.notes.append("Collected on the shared 2-core machine while other jobs ran (load average 4-5; "
                     "see the campaign's SUMMARY.txt): CPU-bound throughput on this machine moves by 2x between "
                     "campaigns (Linux bridge, 1 bridge, offloads off: 1767 Mbit/s in data/local/local-bridges, "

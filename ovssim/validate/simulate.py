@@ -97,9 +97,10 @@ class MultiConfigModel:
     """
 
     def __init__(self, runner: Runner, configs: list[Config], params: list[Param], profile_ref="default",
-                 *, reps: int = 1, seed: int = 1, tied: dict | None = None):
+                 *, reps: int = 1, seed: int = 1, tied: dict | None = None, fixed: dict | None = None):
         self.runner, self.configs, self.params = runner, configs, params
         self.tied = tied or {}     # parameter -> the fitted parameter whose value it takes
+        self.fixed = fixed or {}   # parameter -> a value set beside the fitted ones (measured, not fitted)
         self.profile_ref, self.reps, self.seed = profile_ref, reps, seed
         base = Profile.load(profile_ref) if isinstance(profile_ref, str) else profile_ref
         self.base_specs = {}
@@ -108,7 +109,7 @@ class MultiConfigModel:
         self.evaluations = 0
 
     def overrides(self, values: dict) -> dict:
-        out = overrides_for(self.params, values, self.base_specs)
+        out = {**self.fixed, **overrides_for(self.params, values, self.base_specs)}
         for name, source in self.tied.items():
             out[name] = out[source]
         return out
