@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..fit.calibrate import Param, Target, target_sigma
+from ..fit.profile_writer import machine_state_of
 from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, shown
 from .compare import Comparison, mean_ci
 from .local import METRICS, WORKLOADS, _config, load_measured
@@ -26,6 +27,8 @@ from .simulate import Runner
 
 DATA = ROOT / "data" / "local" / "2026-11-24" / "local-offloads"
 FIT_DATA = ROOT / "data" / "local" / "2026-11-25" / "local-bytes"
+# the held-out campaign collected again on the fit's evening (with its machine state)
+SAME_EVENING = ROOT / "data" / "local" / "2026-11-25" / "local-offloads"
 IPERF3_LENGTH = 131072        # iperf3's TCP write size (-l) when not given
 # iperf3 -P 4: four flows from one process (the simulator's iperf takes -P as iperf does)
 TCP4 = ({**WORKLOADS["tcp"][0], "P": 4, "one_thread": True}, WORKLOADS["tcp"][1])   # iperf 3.12: one thread
@@ -131,17 +134,28 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
     tb.profile = shown(profile)
     tb.fit = fit_summary(res, profile)
     fdf = _load(fit_data)
-    # the held-out campaign
-    df = _load(data)
-    keys = ["bridge", "chain", "link", "vm_tx_offload"]
-    cfgs = []
-    for k, wls in df.groupby(keys)["workload"].unique().items():
-        wls = [w for w in wls if w in WORKLOADS or w == "tcp4"]
-        if wls:
-            cfgs.append(_cfg(k[0], int(k[1]), k[2], bool(k[3]), wls))
-    sims = runner.run(fcfgs + cfgs, str(profile), reps=settings.reps, seed=2026)
+    sims = runner.run(fcfgs, str(profile), reps=settings.reps, seed=2026)
     _rows(tb, fdf, fcfgs, sims, "local-bytes", lambda c, wl: "in-sample")
-    _rows(tb, df, cfgs, sims, "local-offloads", lambda c, wl: "held-out")
+    for d, name in ((data, "local-offloads"), (SAME_EVENING, "local-offloads-25")):
+        if not (d / "results.parquet").is_file() and not (d / "results.csv.gz").is_file():
+            continue
+        # the campaign's machine state, when the collector measured it: every CPU cost of the profile
+        # (measured at its own speed index) scaled to it (Profile.scaled)
+        index = machine_state_of([d]).get("speed_index")
+        df = _load(d)
+        cfgs = []
+        for k, wls in df.groupby(["bridge", "chain", "link", "vm_tx_offload"])["workload"].unique().items():
+            wls = [w for w in wls if w in WORKLOADS or w == "tcp4"]
+            if wls:
+                c = _cfg(k[0], int(k[1]), k[2], bool(k[3]), wls)
+                if index:
+                    c.scenario["scenario"]["speed_index"] = index
+                cfgs.append(c)
+        sims = runner.run(cfgs, str(profile), reps=settings.reps, seed=2026)
+        _rows(tb, df, cfgs, sims, name, lambda c, wl: "held-out")
+        tb.notes.append(f"{name} ({shown(d)}): " + (f"simulated at its speed index {index} (the profile's "
+                        f"CPU costs x {machine_state_of([FIT_DATA]).get('speed_index')} / {index})" if index else
+                        "no machine state was measured; simulated at the profile's speed index") + ".")
     tb.split = ("Fitted: one parameter (`app.send_per_call`) on the four rows of data/local/2026-11-25/local-bytes "
                 "(offloads on and off, 128 and 16 KiB writes); measured there, not fitted: the socket copies per "
                 "byte (`app.send_per_byte` = `app.recv_per_byte` = the receiving iperf3's CPU per byte); every other "
