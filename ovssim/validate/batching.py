@@ -196,6 +196,16 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
         "the default's 2 us, not fitted here, paid per 1448-byte frame with offloads off.  *Pings* beyond 10 % "
         "(chains): the idle-stall probability is fitted on 1 bridge; their measured CIs span +-40-170 %.")
     tb.notes.append(
+        "**The same campaign on the fit's evening** (local-offloads-25, speed index 0.77 before and 0.39 after, "
+        "the fit's 0.33): the Linux bridge moved 18.8 Gbit/s with offloads on (10.1 in the fit's runs) and "
+        "qperf's RR took 44-66 us (190 us on 24 Nov): the load sets the rate, as above.  Scaled by the speed "
+        "index (every CPU cost x 0.33 / 0.58), offloads off comes within 7 % and offloads on stays 38 % low "
+        "(the write-size effect above).  OVS TCP comes out 37-44 % high: its rate hardly moves with the load "
+        "(364, 443 and 442 Mbit/s on three evenings), so what limits the netdev thread is not its share of a "
+        "core, yet `ovs.latency` and its per-packet costs scale with the index.  Linux RR comes out 2-3x the "
+        "measured: the fitted call cost, mostly a loaded writer's wait for a core, is charged on each RR send() "
+        "as well and scaled only linearly, while an unloaded RR waits for nothing.")
+    tb.notes.append(
         "**Mechanisms checked against the kernel.** veth GRO: drivers/net/veth.c (since 5.13) leaves GRO off by "
         "default and receives through `netif_rx` (the per-CPU backlog, `process_backlog`, no GRO); only "
         "`ethtool -K gro on` or an XDP program gives it NAPI and `napi_gro_receive`, and then only for skbs "
