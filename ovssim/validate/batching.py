@@ -178,8 +178,11 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
         "than through the per-byte copies.")
     tb.notes.append(
         "**Why rows miss.** *Linux bridge, offloads on* (tcp, tcp4, and the in-sample row): measured, the rate is "
-        "nearly the write time alone (128 KiB per 104 us, 16 KiB per 98 us: 7.5x in rate).  The model sizes "
-        "skbs by `tcp_tso_autosize` whatever the writes (a 16 KiB write does not make its own skb), and its "
+        "nearly the write time alone (128 KiB per 104 us, 16 KiB per 98 us: 7.5x in rate).  Linux's skbs follow the "
+        "writes (a veth frees each skb's send-buffer charge at once, so nothing below the socket autocorks the "
+        "next write): the sender's veth carried 25.2 KB per skb with 16 KiB writes and 55.0 KB with 128 KiB "
+        "(tx_bytes / tx_packets on a bare veth pair, 3 s each, 25 Nov).  The model sizes skbs by "
+        "`tcp_tso_autosize` whatever the writes, and its "
         "sender's core also carries the path's per-skb work for the flow (fitted on an unloaded campaign), so "
         "one call cost gives 5.2x and the fit settles between the two rows; the runs spread 6.4-13.3 Gbit/s.  "
         "*Linux bridge, offloads off*: the same configuration measured 1553 Mbit/s (4 runs) in local-bytes, "
