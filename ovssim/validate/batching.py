@@ -217,7 +217,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
         "(`virtio_net_hdr`), so the guest's GRO has nothing to merge unless the host sends MTU frames; not "
         "modelled.  `netdev_budget`: 300 frames and `netdev_budget_usecs` = 2 jiffies, 8 ms at this kernel's "
         "HZ=250 (sysctl 8000), not 2 ms; past it `net_rx_action` hands the rest to ksoftirqd, which on the "
-        "model's dedicated cores runs at once, so it has no time effect without a scheduler.  UDP GSO: iperf "
+        "model's dedicated cores runs at once, so it has no time effect without a scheduler; `NapiRx` counts "
+        "the rounds that spend it (`time_squeeze`, as /proc/net/softnet_stat).  UDP GSO: iperf "
         "3.12 (here), iperf 2.1.8 and netperf never set `UDP_SEGMENT` (iperf3's opt-in `--gsro` came with "
         "esnet/iperf#1925, 2025), so no tool here uses it; skipped.")
     tb.notes.append("Seed 001 (per-packet datapath delay falls as the data rate rises, 250 kbit/s to ~1 Mbit/s of "
