@@ -29,10 +29,11 @@ a per-qdisc processing cost (the thesis's RTT differences between schedulers: th
 RTT); a per-send() application cost (the thesis's TCP_STREAM below line rate with 256-byte sends);
 the shape of OVS's userspace-datapath latency (its busy-path latency that is not CPU work is modelled as
 `ovs.latency` and its one-tick stall after idling as `ovs.idle_stall_prob`, both fitted; the body of the ping RTT
-distribution and its batching jitter are not); segment batching (GSO/TSO/GRO: seed 003 and seed 004's
-multi-Gbit/s cases, this machine's Linux bridge: the model carries every 1448-byte segment through the kernel
-where Linux carries 64 KB); the
-shapers' timer latency (a datagram HTB holds leaves ~30 us after its tokens allow, measured here); heavy RTT
+distribution and its batching jitter are not); a loaded host's sharing of its cores (issue 15: on this
+machine the same CPU-bound configuration moves by 40-90 % between evenings; a speed index scales every CPU cost
+linearly, which a writer's or an RR's wait for a shared core is not); skbs that follow the application's writes
+(on a veth a 16 KiB write makes an skb of its own: 25 KB per skb measured against 55 KB with 128 KiB writes);
+the shapers' timer latency (a datagram HTB holds leaves ~30 us after its tokens allow, measured here); heavy RTT
 tails that fit a calibratable family (seed 002's mixtures)."""
 
 TESTBEDS = ("thesis", "local", "load", "interim", "xenserver", "chains", "uml", "batching")
