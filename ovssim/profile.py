@@ -52,6 +52,8 @@ SCHEMA: dict[str, str] = {
     "switch.latency": "time", "switch.buffer": "size",
     "app.send_per_packet": "time", "app.recv_per_packet": "time", "app.rr_processing": "time",
     "app.send_per_call": "time", "app.wakeup": "time",
+    # the socket copies per byte (tcp_sendmsg from user, tcp_recvmsg to user) on the application's core
+    "app.send_per_byte": "time", "app.recv_per_byte": "time",
 }
 for _k in VIF_KINDS:
     SCHEMA[f"vif.{_k}.backend_delay"] = "dist"
@@ -70,6 +72,7 @@ CPU_COSTS: frozenset[str] = frozenset((
     "ovs.afxdp.per_packet", "ovs.afxdp.per_batch", "ovs.afxdp.empty_poll",
     "linux_bridge.forward", "patch.translate", "veth.cpu_per_packet", "veth.cpu_per_byte", "host.stack_delay",
     "app.send_per_packet", "app.recv_per_packet", "app.rr_processing", "app.send_per_call",
+    "app.send_per_byte", "app.recv_per_byte",
     *(f"vif.{k}.{c}" for k in VIF_KINDS for c in ("cpu_per_packet", "cpu_per_byte")),
 ))
 # cpu_busy: the share of the host's cores busy with other work while the data were taken (the collector's

@@ -61,7 +61,9 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
     app = {"send_per_packet": profile.time("app.send_per_packet"),
            "recv_per_packet": profile.time("app.recv_per_packet"),
            "rr_processing": profile.time("app.rr_processing"),
-           "send_per_call": profile.time("app.send_per_call"), "wakeup": profile.time("app.wakeup")}
+           "send_per_call": profile.time("app.send_per_call"), "wakeup": profile.time("app.wakeup"),
+           "send_per_byte": profile.time("app.send_per_byte"),
+           "recv_per_byte": profile.time("app.recv_per_byte")}
     workloads = []
     for wt in sc.workloads:
         wl = make_workload(wt)

@@ -93,7 +93,7 @@ class TcpSender:
     def __init__(self, sock, *, mss: int, cc, init_cwnd: int = INIT_CWND, sndbuf: int,
                  nodelay: bool = False, sack: bool = True, timestamps: bool = True,
                  rtt: RttEstimator | None = None, app_cost: float = 0.0, call_cost: float = 0.0,
-                 cpu=None,
+                 byte_cost: float = 0.0, cpu=None,
                  keep_samples: bool = True, gso: bool = True, gso_max_size: int = 65536,
                  gso_max_segs: int = 65535, tsq: bool = False,
                  limit_output_bytes: int = TCP_LIMIT_OUTPUT_BYTES):
@@ -121,6 +121,7 @@ class TcpSender:
         self.rtt = rtt or RttEstimator()
         self.app_cost = app_cost      # CPU per segment the application hands to TCP
         self.call_cost = call_cost    # CPU per send() call of ``write_size`` bytes
+        self.byte_cost = byte_cost    # CPU per byte copied in from user space (tcp_sendmsg_locked)
         self.cpu = cpu
         # the sending task's core: its connection's, where the softirq work of its segments runs too
         self.cpu_key = conn_key(sock.flow)
@@ -471,6 +472,12 @@ class TcpSender:
         if self.sndbuf_auto.expand(self.cwnd, self.reordering):
             self.sndbuf = self.sndbuf_auto.payload
 
+    def share_core(self, other: "TcpSender") -> None:
+        """Do the sending work on ``other``'s core: one thread writing both sockets (iperf3 before 3.16
+        runs every ``-P`` stream in its one thread)."""
+        self.cpu_key = other.cpu_key
+        self._rtc = other._rtc
+
     def _rtc_resume(self, _=None) -> None:
         """The flow's core is free again: send what was held back (a stale wake-up does nothing).
 
@@ -535,10 +542,11 @@ class TcpSender:
             self._wstamp += len_t - (len_t / 2 if credit > len_t / 2 else credit)
         if self._cc_sent is not None:
             self._cc_sent(seq, n, now, new)
-        if new and (self.app_cost or self.call_cost):
+        if new and (self.app_cost or self.call_cost or self.byte_cost):
             # the application's send() work for these bytes (retransmissions cost it nothing):
-            # ``app_cost`` per skb the stack builds and sends, ``call_cost`` per send() call
-            cost = self.app_cost + self.call_cost * n / self.write_size
+            # ``app_cost`` per skb the stack builds and sends, ``call_cost`` per send() call,
+            # ``byte_cost`` per byte tcp_sendmsg_locked copies from user (skb_copy_to_page_nocache)
+            cost = self.app_cost + self.call_cost * n / self.write_size + self.byte_cost * n
             t = None
             if self.cpu is not None:
                 t = self.cpu.serve(now, cost, self.cpu_key)

@@ -130,7 +130,8 @@ class _NetperfTcp(Workload):
         # TCP_RR: each message wakes its reader (sock_def_readable -> try_to_wake_up) before recvmsg
         self.wakeup = app.get("wakeup", 0.0)
         common = dict(cc=self.cc, mtu=self.mtu, nodelay=self.nodelay,
-                      send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost)
+                      send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost,
+                      send_byte_cost=app.get("send_per_byte", 0.0), recv_byte_cost=app.get("recv_per_byte", 0.0))
         self.client, self.server = connect(
             env, ctx.src, ctx.dst, self.port,
             client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer),
