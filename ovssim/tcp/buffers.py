@@ -155,8 +155,9 @@ class ReceiveBuffer:
             self.rtt = m if self.rtt == 0.0 else self.rtt + (m - self.rtt) / 8
         grew = False
         space = self.win_from_space(self.sk_rcvbuf)
-        if self.rcv_ssthresh < self.window_clamp and self.rcv_ssthresh < space:   # tcp_grow_window
-            self.rcv_ssthresh = min(self.rcv_ssthresh + 2 * self.mss, self.window_clamp, space)
+        if seg_len >= 128 and self.rcv_ssthresh < self.window_clamp and self.rcv_ssthresh < space:
+            # tcp_grow_window: 2 x advmss, or twice the skb's length when a GSO/GRO skb is larger
+            self.rcv_ssthresh = min(self.rcv_ssthresh + max(2 * self.mss, 2 * seg_len), self.window_clamp, space)
             grew = True
         if self.rtt and now - self.space_time >= self.rtt:
             grew |= self._space_adjust(copied, now)
