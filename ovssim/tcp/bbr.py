@@ -33,7 +33,7 @@ import random
 from collections import deque
 
 from .congestion import CongestionControl
-from .defaults import INIT_CWND
+from .defaults import INIT_CWND, MAX_TCP_HEADER
 
 STARTUP, DRAIN, PROBE_BW, PROBE_RTT = "startup", "drain", "probe_bw", "probe_rtt"
 HIGH_GAIN = 2885 / 1000          # BBR_UNIT * 2885 / 1000 + 1: 2/ln(2)
@@ -51,7 +51,6 @@ PACING_MARGIN = 0.01
 # tcp_tso_autosize: gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log) added to 1 ms of pacing
 GSO_MAX_SIZE = 65536
 GSO_LEGACY_MAX_SIZE = 65536
-MAX_TCP_HEADER = 320
 TSO_RTT_LOG = 9
 MIN_TSO_RATE = 1.2e6 / 8         # bbr_min_tso_rate: below 1.2 Mbit/s one segment per skb
 

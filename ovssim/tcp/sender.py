@@ -73,13 +73,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from operator import itemgetter
 
-from ..path.afpacket import truesize
 from ..path.cpu import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import (DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, MAX_TCP_HEADER,
-                       HZ, MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
-                       TCP_LIMIT_OUTPUT_BYTES, TSO_RTT_LOG, TSO_WIN_DIVISOR)
+                       MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
+                       TCP_LIMIT_OUTPUT_BYTES, TSO_DEFER_RECENT, TSO_RTT_LOG, TSO_WIN_DIVISOR)
+from .buffers import tcp_skb_truesize
 from .rtt import RttEstimator
 
 # scoreboard flags of one segment (the record is [seq, end, tx_time, flags])
@@ -202,6 +202,7 @@ class TcpSender:
         self.tsq = tsq
         self.limit_output_bytes = limit_output_bytes
         self.wmem_queued = 0
+        self._last_skb_seq = 0      # where the newest skb of new data starts (the rtx queue's last skb)
         self.tsq_throttled = 0      # times the sender stopped on TSQ
         self._tsq_waiting = False
         self._lsndtime = -1.0       # tp->lsndtime: when data was last sent
@@ -261,17 +262,18 @@ class TcpSender:
         """``tcp_write_xmit``: send what the windows, the buffer and Nagle allow."""
         now = self.env._now
         if self.bulk_until is not None:
-            # A writer blocked on a full buffer copies as space frees (sk_stream_wait_memory).
-            # Approximation: Linux wakes the writer once a third of the buffer is free and
-            # counts skb overhead; here the payload-sized buffer is kept full, so a
-            # buffer-limited flow keeps ``sndbuf`` bytes in flight.
+            # A writer blocked on a full buffer (sk_stream_wait_memory) is woken by
+            # sk_stream_write_space only once the queued bytes are down to 2/3 of the buffer
+            # (sk_stream_wspace >= sk_stream_min_wspace = queued / 2), then fills it again:
+            # a buffer-limited flow's written-but-unacknowledged bytes swing between 2/3 and all
+            # of ``sndbuf`` (measured here: sk_wmem_queued 2.9-4.1 MB under tcp_wmem[2] = 4 MB).
             if now >= self.bulk_until:
                 self.bulk_until = None
             else:
                 if self.sndbuf_auto is not None and self.cwnd > self._sndbuf_cwnd:
                     self._grow_sndbuf()
                 full = self.snd_una + self.sndbuf
-                if full > self.write_end:
+                if full > self.write_end and 3 * (self.write_end - self.snd_una) <= 2 * self.sndbuf:
                     self.write_end = full
         rtx = self.rtx
         mss = self.mss
@@ -400,15 +402,17 @@ class TcpSender:
         return segs
 
     def _tso_should_defer(self, quota: int, seq: int, full: int) -> bool:
-        """``tcp_tso_should_defer`` (tcp_output.c): hold back a part-sized skb, expecting an ACK
-        soon to let a bigger one go -- only outside recovery, when the last send was in this
-        jiffy (HZ = 250), the window left is under a full skb and under a third of
-        ``min(snd_wnd, cwnd)`` (``tcp_tso_win_divisor`` = 3), and the oldest unacknowledged
-        segment went out at least half an RTT ago."""
+        """``tcp_tso_should_defer`` (tcp_output.c, Linux 6.18): hold back a part-sized skb, expecting an
+        ACK soon to let a bigger one go -- only outside recovery, when the last send was within 1 ms
+        (``tcp_wstamp_ns``), the window left is under a full skb and under a third of
+        ``min(snd_wnd, cwnd)`` (``tcp_tso_win_divisor`` = 3), and the oldest unacknowledged skb's ACK
+        is expected within ``min(srtt / 2, 1 ms)`` (the 6.18 rule, commit "tcp: fix
+        tcp_tso_should_defer() vs large RTT"; before: sent at least srtt / 2 ago)."""
         if self.state != OPEN:
             return False
         now = self.env._now
-        if int(now * HZ) != int(self._lsndtime * HZ):
+        last = self._wstamp if self.pacing and self._wstamp > self._lsndtime else self._lsndtime
+        if now - last > TSO_DEFER_RECENT:
             return False
         mss = self.mss
         limit = quota * mss
@@ -420,15 +424,19 @@ class TcpSender:
             chunk = self.snd_wnd
         if limit >= chunk / TSO_WIN_DIVISOR:
             return False
-        head_sent = self.rtx[self.head][2]
-        return now - head_sent >= self.rtt.srtt / 2
+        srtt = self.rtt.srtt
+        how_far = self.rtx[self.head][2] + srtt - now
+        return how_far <= (srtt / 2 if srtt / 2 < TSO_DEFER_RECENT else TSO_DEFER_RECENT)
 
     def _tsq_full(self, now: float) -> bool:
         """``tcp_small_queue_check``: too many of this socket's bytes below it (throttled)."""
         if not self.wmem_queued:
             return False
         rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
-        limit = 2 * truesize(self.frame_full)
+        # 2 x the truesize of the skb about to go (a full GSO skb when that much is written)
+        nxt = self.tso_segs() * self.mss
+        avail = self.write_end - self.snd_nxt
+        limit = 2 * tcp_skb_truesize(nxt if nxt < avail else avail)
         paced = rate / (1 << PACING_SHIFT)
         if paced > limit:
             limit = paced
@@ -436,7 +444,7 @@ class TcpSender:
             limit = self.limit_output_bytes
         if self.wmem_queued <= limit:
             return False
-        if len(self.rtx) - self.head <= 1:       # tcp_rtx_queue_empty_or_single_skb
+        if self.snd_una >= self._last_skb_seq:   # tcp_rtx_queue_empty_or_single_skb: only the last skb is out
             return False
         self.tsq_throttled += 1
         self._tsq_waiting = True
@@ -500,8 +508,10 @@ class TcpSender:
                 self.skbs_out += 1
         if self.tsq:
             pkt.owner = self
-            pkt.wmem = truesize(pkt.size)
+            pkt.wmem = tcp_skb_truesize(n)
             self.wmem_queued += pkt.wmem
+            if new:
+                self._last_skb_seq = seq
         rcv_nxt = rcv.rcv_nxt
         pkt.ack = rcv_nxt
         pkt.ts_val = now
