@@ -10,7 +10,7 @@ from ..cli import COUNT, REPS, WORKERS
 
 
 @click.command("validate")
-@click.option("--only", "only", multiple=True, type=click.Choice(["thesis", "local", "load", "interim", "xenserver", "chains", "uml", "batching"]),
+@click.option("--only", "only", multiple=True, type=click.Choice(["thesis", "local", "load", "interim", "xenserver", "chains", "uml", "batching", "tcp_window"]),
               help="Run only this testbed (repeatable).")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("validation/report.md"), show_default=True, help="Markdown report to write.")

@@ -35,13 +35,13 @@ where Linux carries 64 KB); the
 shapers' timer latency (a datagram HTB holds leaves ~30 us after its tokens allow, measured here); heavy RTT
 tails that fit a calibratable family (seed 002's mixtures)."""
 
-TESTBEDS = ("thesis", "local", "load", "interim", "xenserver", "chains", "uml", "batching")
+TESTBEDS = ("thesis", "local", "load", "interim", "xenserver", "chains", "uml", "batching", "tcp_window")
 
 
 def run_testbeds(settings: Settings, only: list[str] | None = None, progress=print) -> list[TestbedResult]:
-    from . import batching, chains, interim, load, local, thesis, uml, xenserver
+    from . import batching, chains, interim, load, local, tcp_window, thesis, uml, xenserver
     mods = {"thesis": thesis, "local": local, "load": load, "interim": interim, "xenserver": xenserver,
-            "chains": chains, "uml": uml, "batching": batching}
+            "chains": chains, "uml": uml, "batching": batching, "tcp_window": tcp_window}
     settings.figures_dir.mkdir(parents=True, exist_ok=True)
     out: list[TestbedResult] = []
     with Runner(settings.workers) as runner:

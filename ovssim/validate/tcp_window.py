@@ -1,0 +1,143 @@
+"""Issue 18: TCP windows, CUBIC and BBR behind an HTB or TBF shaper on this host (``data/local/tcp_window``).
+
+Measured with ``validation/tcp_window/probe.py --bridge`` (root): namespace A -> veth -> Linux bridge (its own
+namespace) -> HTB or TBF (burst 32 kB, latency 400 ms) on the bridge port towards B -> veth -> B, the veths'
+offloads as Linux sets them (TSO on: 64 KB GSO skbs), ``iperf3 -C CC -P N -t 8`` with ``ping -i 0.05``
+beside it; kernel 6.18, default sysctls.  Simulated: ``validation/scenarios/local_netns.toml`` with a Linux
+bridge, the same shaper on ns2's VIF port and the same tools; ping RTT over the transfer's seconds 1..8
+(probe.py's window: icmp_seq 30..170).
+
+Split: nothing here is fitted -- the TCP model is Linux's code and the host's sysctl defaults, the path costs
+are the default profile's -- so every row is held out.
+"""
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from .base import ROOT, SCENARIOS, Settings, TestbedResult
+from .compare import Comparison, mean_ci
+
+DATA = ROOT / "data" / "local" / "tcp_window"
+SCENARIO = SCENARIOS / "local_netns.toml"
+FAST = {("htb", "20mbit"), ("tbf", "20mbit")}      # the --fast subset
+
+
+def shaper(kind: str, rate: str) -> dict:
+    """The shaper probe.py installs, in the scenario's tc form."""
+    if kind == "htb":
+        return {"kind": "htb", "default": "10", "classes": [
+            {"classid": "1:10", "parent": "1:", "rate": rate, "ceil": rate}]}
+    return {"kind": "tbf", "rate": rate, "burst": "32kb", "latency": "400ms"}
+
+
+def scenario(args: dict) -> dict:
+    """The scenario dict of one probe.py run's arguments (``args`` of its JSON file)."""
+    from ..scenario import load_scenario
+    d = copy.deepcopy({k: v for k, v in load_scenario(SCENARIO).data.items() if not k.startswith("_")})
+    t = float(args["time"])
+    d["scenario"]["duration"] = f"{t + 0.5}s"
+    d["bridge"][0]["kind"] = "linux"
+    for vm in d["vm"]:
+        # probe.py leaves the veths' offloads as Linux sets them (TSO on: 64 KB GSO skbs reach the shaper and
+        # the receiver whole); the collector's ``tx off`` in local_netns.toml is not applied there
+        vm.pop("features", None)
+        if vm["name"] == "ns2":
+            vm["qdisc"] = shaper(args["shaper"], args["rate"])
+    d["workload"] = [
+        {"name": "tcp", "tool": "iperf3", "proto": "tcp", "from": "ns1", "to": "ns2", "C": args["cc"],
+         "P": int(args["flows"]), "t": f"{t}s", "start": "0.5s"},
+        {"name": "ping", "tool": "ping", "from": "ns1", "to": "ns2", "i": "0.05s", "start": "0s"}]
+    return d
+
+
+def window(rtts: np.ndarray, t: float) -> np.ndarray:
+    """The pings probe.py's summary keeps: icmp_seq 30 .. 30 + 20 (t - 1), i.e. the transfer's seconds
+    1..t (ping -i 0.05 starts 0.5 s before iperf3; the first second of slow start is left out)."""
+    return rtts[29:30 + int(20 * (t - 1))]
+
+
+def simulate(args: dict, reps: int, seed: int = 1) -> list[dict]:
+    """One dict per replication: Mbit/s, mean and max ping RTT (ms) over probe.py's window."""
+    from ..runner import run_scenario
+    d = scenario(args)
+    out = []
+    for k in range(reps):
+        res = run_scenario(d, reps=1, seed=seed + k)
+        summ = res.summary.set_index(["workload", "metric"])["mean"]
+        rtt = window(res.samples["ping:rtt"], float(args["time"])) * 1e3
+        out.append({"mbps": float(summ[("tcp", "throughput")]), "ping_mean_ms": float(rtt.mean()),
+                    "ping_max_ms": float(rtt.max())})
+    return out
+
+
+def measured(data: Path = DATA) -> dict[tuple, list[dict]]:
+    """The bridge-placement runs without sysctl variants, by (shaper, rate, flows, cc)."""
+    runs = defaultdict(list)
+    for f in sorted(data.glob("bridge_*.json.gz")):
+        with gzip.open(f, "rt") as fh:
+            r = json.load(fh)
+        a = r["args"]
+        if a.get("tag") or a.get("sysctl") or a.get("limit") or a.get("no_gso") or int(a["time"]) != 8:
+            continue
+        runs[(a["shaper"], a["rate"], int(a["flows"]), a["cc"])].append(r)
+    return runs
+
+
+METRICS = (("ping_mean_ms", "rtt", "ms", "mean RTT under load"),
+           ("ping_max_ms", "rtt", "ms", "max RTT under load"),
+           ("mbps", "throughput", "Mbit/s", "throughput"))
+
+
+def run(runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
+    tb = TestbedResult("tcp_window", "Issue 18: TCP windows, CUBIC and BBR behind HTB/TBF shapers (this host)")
+    runs = measured(data)
+    if not runs:
+        tb.notes.append(f"No data at {data.relative_to(ROOT)}: run `sudo .venv/bin/python "
+                        "validation/tcp_window/probe.py --bridge ...` (see its docstring).")
+        return [tb]
+    rate_key = lambda r: float(r.rstrip("mbit"))
+    for key in sorted(runs, key=lambda k: (k[0], rate_key(k[1]), k[2], k[3])):
+        kind, rate, flows, cc = key
+        if settings.fast and (kind, rate) not in FAST:
+            continue
+        real = runs[key]
+        sims = simulate(real[0]["args"], settings.reps)
+        label = f"bridge {kind} {rate} P{flows} {cc}"
+        for field, metric, unit, what in METRICS:
+            y, lo, hi = mean_ci([r["summary"][field] for r in real])
+            m, slo, shi = mean_ci([s[field] for s in sims])
+            tb.rows.append(Comparison(tb.name, f"{label} {what}", metric, unit, y, lo, hi, m, slo, shi,
+                                      "held-out", metric, note=f"{len(real)} runs"))
+    tb.split = ("Held out entirely: nothing in the TCP model is fitted (Linux's algorithms with the host's "
+                "sysctl defaults); the path uses the default profile.")
+    tb.notes += NOTES
+    return [tb]
+
+
+NOTES = [
+    "Measured 24 Nov 2026 on the shared 2-core machine while other helpers ran (loaded; the collector's "
+    "machine state is not recorded by probe.py, the repeats show the spread: e.g. HTB 20 Mbit/s P1 CUBIC "
+    "717-918 ms mean RTT over three runs, HyStart exits at cwnd 855, 914 and 1256).",
+    "**What sets the window (Linux, this host).** Behind the bridge port TCP Small Queues does not bind (the "
+    "veth orphans each skb). HTB keeps the 64 KB GSO skbs whole, so the receiver ACKs once per 45 segments: "
+    "`tcp_grow_window` opens the receive window by 2 x skb->len per skb, HyStart's delay test (8 samples a "
+    "round) fires only near cwnd 900 at 20 Mbit/s, then CUBIC grows and the 4 MB send buffer (tcp_wmem[2]) "
+    "with its 2/3 writer wake-up caps what is in flight. TBF segments skbs larger than its burst: per-MSS "
+    "queue and ACKs.",
+    "**Why rows miss.** CUBIC at 100 Mbit/s (HTB): Linux leaves slow start at cwnd 16 (ssthresh 16 in both "
+    "runs; an ACK train of two skbs less than 2 ms apart in the first rounds) and grows by CUBIC's 5 % per "
+    "RTT from there; the model's first rounds carry one skb each, so no train forms and it leaves at cwnd 925: "
+    "its queue fills earlier (mean RTT high). CUBIC with 4 flows: the real flows together keep 2-4 times "
+    "more in flight (four 4 MB send buffers fill; cwnd sum 4100-4350), the model's flows leave slow start "
+    "early and stay cwnd-limited. BBR: Linux's BBR keeps cwnd 26-60 behind these shapers (its min_rtt is "
+    "inflated by 64 KB skbs queued whole), the model's keeps ~10 (min_rtt of its first skb, 0.1 ms): RTT "
+    "under load 50-90 % low, throughput right.",
+    "Not compared: the shaper on the sender's own veth (`data/local/tcp_window/htb_*`, `tbf_*`: TSQ binds, "
+    "ping max = (2N+1) x 68130-B skbs at the rate): ovssim's scenarios have no qdisc on a guest's own device.",
+]
