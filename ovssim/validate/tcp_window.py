@@ -121,23 +121,22 @@ def run(runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
 
 
 NOTES = [
-    "Measured 24 Nov 2026 on the shared 2-core machine while other helpers ran (loaded; the collector's "
-    "machine state is not recorded by probe.py, the repeats show the spread: e.g. HTB 20 Mbit/s P1 CUBIC "
-    "717-918 ms mean RTT over three runs, HyStart exits at cwnd 855, 914 and 1256).",
+    "Measured 24 Nov 2026 on the shared 2-core machine while other helpers ran (loaded; probe.py does not "
+    "record machine state, the repeats show the spread: HTB 20 Mbit/s P1 CUBIC 717-918 ms mean RTT over three "
+    "runs, HyStart exits at cwnd 855, 914 and 1256; TBF 10 Mbit/s P1 BBR 29.6 vs 122.3 ms).",
     "**What sets the window (Linux, this host).** Behind the bridge port TCP Small Queues does not bind (the "
     "veth orphans each skb). HTB keeps the 64 KB GSO skbs whole, so the receiver ACKs once per 45 segments: "
     "`tcp_grow_window` opens the receive window by 2 x skb->len per skb, HyStart's delay test (8 samples a "
-    "round) fires only near cwnd 900 at 20 Mbit/s, then CUBIC grows and the 4 MB send buffer (tcp_wmem[2]) "
-    "with its 2/3 writer wake-up caps what is in flight. TBF segments skbs larger than its burst: per-MSS "
-    "queue and ACKs.",
+    "round) fires only near cwnd 900 at 20 Mbit/s, then CUBIC grows and the 4 MB send buffer (tcp_wmem[2], "
+    "the writer woken at 2/3 of it) caps what is queued; BBR's cwnd is its ACK-aggregation term (45 segments "
+    "an ACK) over a BDP of about one segment. TBF segments skbs larger than its burst: per-MSS queue and ACKs.",
     "**Why rows miss.** CUBIC at 100 Mbit/s (HTB): Linux leaves slow start at cwnd 16 (ssthresh 16 in both "
-    "runs; an ACK train of two skbs less than 2 ms apart in the first rounds) and grows by CUBIC's 5 % per "
-    "RTT from there; the model's first rounds carry one skb each, so no train forms and it leaves at cwnd 925: "
-    "its queue fills earlier (mean RTT high). CUBIC with 4 flows: the real flows together keep 2-4 times "
-    "more in flight (four 4 MB send buffers fill; cwnd sum 4100-4350), the model's flows leave slow start "
-    "early and stay cwnd-limited. BBR: Linux's BBR keeps cwnd 26-60 behind these shapers (its min_rtt is "
-    "inflated by 64 KB skbs queued whole), the model's keeps ~10 (min_rtt of its first skb, 0.1 ms): RTT "
-    "under load 50-90 % low, throughput right.",
+    "runs: an ACK train of two skbs less than 2 ms apart in the first rounds); the model's first rounds carry "
+    "one skb each, so no train forms, it leaves near cwnd 925 and fills the queue earlier (mean RTT high). "
+    "CUBIC 10 Mbit/s P4 (HTB): the real flows keep about twice as much queued (not analysed). BBR: max RTT "
+    "comes from startup, where Linux paces 64 KB skbs at a rate from cwnd over the SYN's RTT (385-438 Mbit/s "
+    "in the ss samples) and overshoots for 100-250 ms; the model's startup overshoots less. BBR at 100 Mbit/s "
+    "P1: the model's mean RTT is 26-57 % low. Single-flow BBR repeats differ by up to 4x (TBF 10 Mbit/s P1).",
     "Not compared: the shaper on the sender's own veth (`data/local/tcp_window/htb_*`, `tbf_*`: TSQ binds, "
     "ping max = (2N+1) x 68130-B skbs at the rate): ovssim's scenarios have no qdisc on a guest's own device.",
 ]
