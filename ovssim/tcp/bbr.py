@@ -155,8 +155,20 @@ class Bbr(CongestionControl):
         self.ack_epoch_time = s.env._now
         self.ack_epoch_acked = 0
         self.log: list[tuple] = []         # (t, mode, bw bit/s, min_rtt, pacing bit/s, cwnd)
-        srtt = s.rtt.srtt or 0.001
-        s.pacing_rate = HIGH_GAIN * s.cwnd * s.mss / srtt    # bytes/s
+        self.has_seen_rtt = False
+        self._init_pacing_rate_from_rtt()
+
+    def _init_pacing_rate_from_rtt(self) -> None:
+        """``bbr_init_pacing_rate_from_rtt``: high gain x cwnd / srtt (1 ms before any RTT sample); the
+        first sample (the SYN-ACK's) also starts ``min_rtt``, as ``bbr_init`` takes ``tcp_min_rtt``
+        after the handshake."""
+        s = self.s
+        srtt = s.rtt.srtt
+        if srtt:
+            self.has_seen_rtt = True
+            self.min_rtt = min(self.min_rtt, s.rtt.min_rtt)
+            self.min_rtt_stamp = s.env._now
+        s.pacing_rate = HIGH_GAIN * s.cwnd * s.mss / (srtt or 0.001)    # bytes/s
 
     # -- hooks the sender calls ----------------------------------------------------
     def ssthresh(self) -> int:
@@ -197,6 +209,8 @@ class Bbr(CongestionControl):
         self._check_drain(now)
         self._update_min_rtt(rs, now)
         bw = self.bw
+        if not self.has_seen_rtt and s.rtt.srtt:
+            self._init_pacing_rate_from_rtt()                 # bbr_set_pacing_rate's first branch
         if bw > 0.0:
             pace = bw * s.mss * self.pacing_gain * (1.0 - PACING_MARGIN)
             if self.full_bw_reached or pace > s.pacing_rate:
