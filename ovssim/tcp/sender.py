@@ -442,7 +442,7 @@ class TcpSender:
             limit = paced
         if limit > self.limit_output_bytes:
             limit = self.limit_output_bytes
-        if self.wmem_queued <= limit:
+        if self.wmem_queued < limit:             # sk_wmem_alloc (which starts at 1) > limit: throttled
             return False
         if self.snd_una >= self._last_skb_seq:   # tcp_rtx_queue_empty_or_single_skb: only the last skb is out
             return False

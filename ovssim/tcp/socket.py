@@ -73,7 +73,8 @@ class TcpSocket:
                                 keep_samples=keep_samples,
                                 gso=getattr(endpoint, "gso", False),
                                 gso_max_size=getattr(endpoint, "gso_max_size", 65536),
-                                tsq=getattr(endpoint, "tsq", False))
+                                tsq=getattr(endpoint, "tsq", False),
+                                limit_output_bytes=sysctls.limit_output_bytes)
         self.sender.sndbuf_auto = snd_auto
         if getattr(endpoint, "fq_pacing", False):
             # an fq qdisc on this host's device paces every TCP socket by EDT (SK_PACING_FQ):

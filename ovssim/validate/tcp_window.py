@@ -1,11 +1,13 @@
 """Issue 18: TCP windows, CUBIC and BBR behind an HTB or TBF shaper on this host (``data/local/tcp_window``).
 
-Measured with ``validation/tcp_window/probe.py --bridge`` (root): namespace A -> veth -> Linux bridge (its own
-namespace) -> HTB or TBF (burst 32 kB, latency 400 ms) on the bridge port towards B -> veth -> B, the veths'
-offloads as Linux sets them (TSO on: 64 KB GSO skbs), ``iperf3 -C CC -P N -t 8`` with ``ping -i 0.05``
-beside it; kernel 6.18, default sysctls.  Simulated: ``validation/scenarios/local_netns.toml`` with a Linux
-bridge, the same shaper on ns2's VIF port and the same tools; ping RTT over the transfer's seconds 1..8
-(probe.py's window: icmp_seq 30..170).
+Measured with ``validation/tcp_window/probe.py`` (root): namespace A -> veth -> B with HTB or TBF (burst
+32 kB, latency 400 ms) on A's own veth ("sender": TCP Small Queues binds), or on the port towards B of a
+Linux bridge (``--bridge``) or a forwarding namespace (``--router``) in between; the veths' offloads as
+Linux sets them (TSO on: 64 KB GSO skbs), ``iperf3 -C CC -P N -t 8`` with ``ping -i 0.05`` beside it;
+kernel 6.18, default sysctls unless the row names some (``--sysctl``).  Simulated:
+``validation/scenarios/local_netns.toml`` with a Linux bridge, the same shaper on ns1's own interface
+(``egress_qdisc``) or on ns2's VIF port (bridge and router), the same sysctls and tools; ping RTT over the
+transfer's seconds 1..8 (probe.py's window: icmp_seq 30..170).
 
 Split: nothing here is fitted -- the TCP model is Linux's code and the host's sysctl defaults, the path costs
 are the default profile's -- so every row is held out.
@@ -43,11 +45,16 @@ def scenario(args: dict) -> dict:
     t = float(args["time"])
     d["scenario"]["duration"] = f"{t + 0.5}s"
     d["bridge"][0]["kind"] = "linux"
+    on_sender = not args.get("bridge") and not args.get("router")
     for vm in d["vm"]:
         # probe.py leaves the veths' offloads as Linux sets them (TSO on: 64 KB GSO skbs reach the shaper and
         # the receiver whole); the collector's ``tx off`` in local_netns.toml is not applied there
         vm.pop("features", None)
-        if vm["name"] == "ns2":
+        if args.get("sysctl"):                      # probe.py --sysctl k=v, set in both namespaces
+            vm["sysctl"] = dict(kv.replace(",", " ").split("=", 1) for kv in args["sysctl"])
+        if on_sender and vm["name"] == "ns1":      # probe.py's default: the shaper on the sender's own veth
+            vm["egress_qdisc"] = shaper(args["shaper"], args["rate"])
+        elif not on_sender and vm["name"] == "ns2":
             vm["qdisc"] = shaper(args["shaper"], args["rate"])
     d["workload"] = [
         {"name": "tcp", "tool": "iperf3", "proto": "tcp", "from": "ns1", "to": "ns2", "C": args["cc"],
@@ -76,16 +83,25 @@ def simulate(args: dict, reps: int, seed: int = 1) -> list[dict]:
     return out
 
 
+def placement(args: dict) -> str:
+    """Where probe.py put the shaper: the sender's own veth, a Linux bridge's port, or a router's port."""
+    return "bridge" if args.get("bridge") else "router" if args.get("router") else "sender"
+
+
 def measured(data: Path = DATA) -> dict[tuple, list[dict]]:
-    """The bridge-placement runs without sysctl variants, by (shaper, rate, flows, cc)."""
+    """The runs ovssim can express, by (placement, shaper, rate, flows, cc, sysctls): not the pfifo-limit,
+    no-GSO or autocorking variants, nor the 32 s BBR run."""
+    from ..tcp.buffers import TcpSysctls
     runs = defaultdict(list)
-    for f in sorted(data.glob("bridge_*.json.gz")):
+    for f in sorted(data.glob("*.json.gz")):
         with gzip.open(f, "rt") as fh:
             r = json.load(fh)
         a = r["args"]
-        if a.get("tag") or a.get("sysctl") or a.get("limit") or a.get("no_gso") or int(a["time"]) != 8:
+        sysctl = tuple(a.get("sysctl") or ())
+        if (a.get("limit") or a.get("no_gso") or int(a["time"]) != 8
+                or any(kv.split("=", 1)[0] not in TcpSysctls.KEYS for kv in sysctl)):
             continue
-        runs[(a["shaper"], a["rate"], int(a["flows"]), a["cc"])].append(r)
+        runs[(placement(a), a["shaper"], a["rate"], int(a["flows"]), a["cc"], sysctl)].append(r)
     return runs
 
 
@@ -102,13 +118,13 @@ def run(runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
                         "validation/tcp_window/probe.py --bridge ...` (see its docstring).")
         return [tb]
     rate_key = lambda r: float(r.rstrip("mbit"))
-    for key in sorted(runs, key=lambda k: (k[0], rate_key(k[1]), k[2], k[3])):
-        kind, rate, flows, cc = key
+    for key in sorted(runs, key=lambda k: (k[0], k[1], rate_key(k[2]), k[3], k[4], k[5])):
+        where, kind, rate, flows, cc, sysctl = key
         if settings.fast and (kind, rate) not in FAST:
             continue
         real = runs[key]
         sims = simulate(real[0]["args"], settings.reps)
-        label = f"bridge {kind} {rate} P{flows} {cc}"
+        label = " ".join([where, kind, rate, f"P{flows}", cc, *sysctl])
         for field, metric, unit, what in METRICS:
             y, lo, hi = mean_ci([r["summary"][field] for r in real])
             m, slo, shi = mean_ci([s[field] for s in sims])
@@ -137,6 +153,9 @@ NOTES = [
     "comes from startup, where Linux paces 64 KB skbs at a rate from cwnd over the SYN's RTT (385-438 Mbit/s "
     "in the ss samples) and overshoots for 100-250 ms; the model's startup overshoots less. BBR at 100 Mbit/s "
     "P1: the model's mean RTT is 26-57 % low. Single-flow BBR repeats differ by up to 4x (TBF 10 Mbit/s P1).",
-    "Not compared: the shaper on the sender's own veth (`data/local/tcp_window/htb_*`, `tbf_*`: TSQ binds, "
-    "ping max = (2N+1) x 68130-B skbs at the rate): ovssim's scenarios have no qdisc on a guest's own device.",
+    "Shaper on the sender's own veth (`sender` rows): TCP Small Queues keeps two 64 KB skbs per flow in the "
+    "qdisc (`tcp_small_queue_check`: sk_wmem_alloc > 2 x truesize of the next skb), so ping max = (2N+1) "
+    "x 68130-B skbs at the rate (81.8 / 136.0 / 245.0 ms for 1 / 2 / 4 flows at 20 Mbit/s). Router rows are "
+    "simulated as the bridge placement (the shaper on the receiver's port, behind a veth). Not simulated: "
+    "the pfifo-limit, no-GSO and autocorking variants, the 32 s BBR run.",
 ]

@@ -15,8 +15,18 @@ def test_ping_window_is_probes_icmp_seq_30_to_170():
 @pytest.mark.skipif(not DATA.is_dir(), reason="no data/local/tcp_window")
 def test_cubic_behind_a_bridge_port_htb_is_within_the_real_runs_spread():
     # three real runs of HTB 20 Mbit/s, one CUBIC flow: mean RTT 717-918 ms (HyStart at cwnd 855-1256)
-    runs = measured()[("htb", "20mbit", 1, "cubic")]
+    runs = measured()[("bridge", "htb", "20mbit", 1, "cubic", ())]
     real = [r["summary"]["ping_mean_ms"] for r in runs]
     sim, = simulate(runs[0]["args"], reps=1)
     assert 0.9 * min(real) <= sim["ping_mean_ms"] <= 1.1 * max(real)
     assert sim["mbps"] == pytest.approx(np.mean([r["summary"]["mbps"] for r in runs]), rel=0.03)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="no data/local/tcp_window")
+def test_tsq_keeps_two_gso_skbs_per_flow_in_the_senders_own_qdisc():
+    # HTB 20 Mbit/s on the sender's own veth, 2 CUBIC flows: TSQ holds each flow to two 64 KB skbs, so the
+    # ping waits behind at most 2 x 2 + 1 skbs of 68130 B at 20 Mbit/s = 136.3 ms (measured: 136.0 ms)
+    runs = measured()[("sender", "htb", "20mbit", 2, "cubic", ())]
+    sim, = simulate(runs[0]["args"], reps=1)
+    assert sim["ping_max_ms"] == pytest.approx(5 * 68130 * 8 / 20e6 * 1e3, rel=0.02)
+    assert sim["ping_mean_ms"] == pytest.approx(np.mean([r["summary"]["ping_mean_ms"] for r in runs]), rel=0.10)
