@@ -149,10 +149,11 @@ NOTES = [
     "**Why rows miss.** CUBIC at 100 Mbit/s (HTB): Linux leaves slow start at cwnd 16 (ssthresh 16 in both "
     "runs: an ACK train of two skbs less than 2 ms apart in the first rounds); the model's first rounds carry "
     "one skb each, so no train forms, it leaves near cwnd 925 and fills the queue earlier (mean RTT high). "
-    "CUBIC 10 Mbit/s P4 (HTB): the real flows keep about twice as much queued (not analysed). BBR: max RTT "
-    "comes from startup, where Linux paces 64 KB skbs at a rate from cwnd over the SYN's RTT (385-438 Mbit/s "
-    "in the ss samples) and overshoots for 100-250 ms; the model's startup overshoots less. BBR at 100 Mbit/s "
-    "P1: the model's mean RTT is 26-57 % low. Single-flow BBR repeats differ by up to 4x (TBF 10 Mbit/s P1).",
+    "CUBIC 10 Mbit/s P4 (HTB): the real flows keep about twice as much queued (not analysed). BBR: no max-RTT "
+    "row meets its target: Linux's BBR makes excursions the model does not (one 20 Mbit/s run went back to "
+    "cwnd 180 at a 385 Mbit/s pacing rate 3.1 s into the transfer, ss samples); its mean RTT is within 10 % "
+    "in 4 rows and mostly low elsewhere (100 Mbit/s P1 -37..-48 %). Single-flow BBR repeats differ by up to "
+    "4x (TBF 10 Mbit/s P1: 29.6 vs 122.3 ms).",
     "Shaper on the sender's own veth (`sender` rows): TCP Small Queues keeps two 64 KB skbs per flow in the "
     "qdisc (`tcp_small_queue_check`: sk_wmem_alloc > 2 x truesize of the next skb), so ping max = (2N+1) "
     "x 68130-B skbs at the rate (81.8 / 136.0 / 245.0 ms for 1 / 2 / 4 flows at 20 Mbit/s). Router rows are "
