@@ -57,23 +57,10 @@ PACING_MARGIN = 0.01
 EXTRA_ACKED_WIN_RTTS = 5          # bbr_extra_acked_win_rtts
 EXTRA_ACKED_MAX = 0.100           # bbr_extra_acked_max_us: at most 100 ms of BtlBw
 ACK_EPOCH_ACKED_RESET = 1 << 20   # bbr_ack_epoch_acked_reset_thresh
-# tcp_tso_autosize: gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log) added to 1 ms of pacing
-GSO_MAX_SIZE = 65536
 GSO_LEGACY_MAX_SIZE = 65536
-TSO_RTT_LOG = 9
 MIN_TSO_RATE = 1.2e6 / 8         # bbr_min_tso_rate: below 1.2 Mbit/s one segment per skb
 
 STATE_ORDER = {"open": 0, "recovery": 3, "loss": 4}
-
-
-def tso_autosize(pacing_rate: float, min_rtt: float, mss: int, min_segs: int) -> int:
-    """``tcp_tso_autosize``: segments per skb for this pacing rate (bytes/s) and min RTT (s)."""
-    nbytes = pacing_rate / 1024          # sk_pacing_rate >> sk_pacing_shift (10): ~1 ms
-    r = int(min_rtt * 1e6) >> TSO_RTT_LOG if min_rtt < math.inf else 64
-    if r < 32:
-        nbytes += GSO_MAX_SIZE >> r
-    nbytes = min(nbytes, GSO_MAX_SIZE)
-    return max(int(nbytes // mss), min_segs)
 
 
 class RateSampler:

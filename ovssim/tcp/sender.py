@@ -78,9 +78,10 @@ from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import (DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, MAX_TCP_HEADER,
                        MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
-                       TCP_LIMIT_OUTPUT_BYTES, TSO_DEFER_RECENT, TSO_RTT_LOG, TSO_WIN_DIVISOR)
+                       TCP_LIMIT_OUTPUT_BYTES, TSO_DEFER_RECENT, TSO_WIN_DIVISOR)
 from .buffers import tcp_skb_truesize
 from .rtt import RttEstimator
+from .tso import tso_autosize
 
 # scoreboard flags of one segment (the record is [seq, end, tx_time, flags])
 SACKED = 1
@@ -359,23 +360,11 @@ class TcpSender:
 
     # -- GSO and TCP Small Queues -------------------------------------------------------------
     def tso_segs(self) -> int:
-        """``tcp_tso_segs`` -> ``tcp_tso_autosize``: segments one GSO skb may carry now."""
+        """``tcp_tso_segs`` -> ``tcp_tso_autosize`` (tso.py): segments one GSO skb may carry now."""
         if not self.gso:
             return 1
-        cap = self.gso_max_bytes
-        rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
-        if rate == INF:
-            nbytes = cap
-        else:
-            nbytes = rate / (1 << PACING_SHIFT)
-            r = int(self.rtt.min_rtt * 1e6) >> TSO_RTT_LOG if self.rtt.min_rtt < INF else 0
-            if r < 32:
-                nbytes += cap >> r
-            if nbytes > cap:
-                nbytes = cap
-        segs = int(nbytes // self.mss)
-        if segs < MIN_TSO_SEGS:
-            segs = MIN_TSO_SEGS
+        # sk_pacing_rate: unlimited before an RTT sample
+        segs = tso_autosize(self.pacing_rate or INF, self.rtt.min_rtt, self.mss, MIN_TSO_SEGS, self.gso_max_bytes)
         return segs if segs < self.gso_max_segs else self.gso_max_segs
 
     def _gso_segs(self, avail: int, seq: int) -> int:

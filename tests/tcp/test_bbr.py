@@ -9,7 +9,8 @@ import pytest
 
 from ovssim.tcp import connect
 from ovssim.tcp.congestion import CongestionControl
-from ovssim.tcp.bbr import DRAIN, HIGH_GAIN, PROBE_BW, PROBE_RTT, STARTUP, tso_autosize
+from ovssim.tcp.bbr import DRAIN, HIGH_GAIN, PROBE_BW, PROBE_RTT, STARTUP
+from ovssim.tcp.tso import tso_autosize
 
 
 def bulk_bbr(path, until, flows=1):
