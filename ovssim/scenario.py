@@ -362,8 +362,8 @@ def _check_elements(file, data: dict) -> None:
     """Build every port's qdisc and every workload once, so a bad value fails here, before any run."""
     from .qdisc.registry import make_qdisc
     from .workloads.registry import make_workload
-    items = [(f"{sec}.{it['name']}.qdisc", make_qdisc, it["qdisc"]) for sec in ("vm", "nic")
-             for it in data.get(sec, []) if it.get("qdisc") is not None]
+    items = [(f"{sec}.{it['name']}.{k}", make_qdisc, it[k]) for sec in ("vm", "nic")
+             for it in data.get(sec, []) for k in ("qdisc", "egress_qdisc") if it.get(k) is not None]
     items += [(f"workload.{w['name']}", make_workload, w) for w in data.get("workload", [])]
     for key, build, spec in items:
         if not isinstance(spec, (str, dict)):

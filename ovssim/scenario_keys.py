@@ -63,6 +63,8 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "vlan": "Access-port VLAN tag, 1..4094.",
         "trunks": "Trunk-port VLAN tags, a list of 1..4094.",
         "qdisc": "Egress qdisc of the VIF's port: tc form `{ kind = ... }` or OVS QoS form `{ type = ... }`.",
+        "egress_qdisc": "Egress qdisc of the guest's own interface (tc form), where TCP Small Queues holds "
+                        "each flow to two skbs.",
         "mtu": "Guest interface MTU, 68..9216 (TCP's MSS follows it).",
         "features": "Offloads of the guest's interface by their `ethtool -K` names, e.g. "
                     "`{ tso = false, gro = true }` (default: what Linux sets for the VIF kind).",

@@ -225,6 +225,11 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         ep.out = tx if features["tso"] else SoftwareGso(
             env, guest, tx, checksum=features["tx-checksumming"],
             cpu_per_segment=profile.time("gso.cpu_per_segment"), cpu_per_byte=profile.time("gso.cpu_per_byte"))
+        if v.get("egress_qdisc") is not None:
+            # a qdisc on the guest's own interface (tc ... dev eth0 in the guest): its skbs are not yet
+            # orphaned, so they stay charged to their socket (TCP Small Queues binds here)
+            ep.out = EgressPort(env, None, v["egress_qdisc"], ep.out, mtu=v["mtu"], name=f"{v['name']}-eth0")
+            ep.tsq = True
         topo.endpoints[v["name"]] = ep
         topo.vifs[v["name"]] = (tx, rx)
     for ep in topo.endpoints.values():

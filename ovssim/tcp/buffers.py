@@ -30,15 +30,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .defaults import (DEFAULT_CONGESTION_CONTROL, DEFAULT_SCALING_RATIO, GRO_SCALING_RATIO,
-                       INIT_CWND, LIMIT_OUTPUT_BYTES, MODERATE_RCVBUF, SKB_STRUCT,
+                       INIT_CWND, LIMIT_OUTPUT_BYTES, MAX_TCP_HEADER, MODERATE_RCVBUF,
                        SND_PAYLOAD_SHARE, TCP_RMEM, TCP_WMEM)
+from ..path.afpacket import SKB_SHINFO, SKB_STRUCT, _align, _head_size
 from ..errors import ConfigError
 
-# MAX_TCP_HEADER and SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) on x86-64; with the MSS clamp
-# (1460: the MSS without the timestamp option) their sum rounds up to 2048 -- per_mss = 2304,
-# which this host's kernel shows (tb = 2 x cwnd x 2304)
-MAX_TCP_HEADER = 256
-SHINFO = 320
 TCP_TIMESTAMPS_OPTION = 12
 
 
@@ -85,8 +81,16 @@ class TcpSysctls:
 
 def per_mss_truesize(mss: int) -> int:
     """Truesize tcp_sndbuf_expand reserves per segment (2304 for a 1448-byte MSS)."""
-    need = mss + TCP_TIMESTAMPS_OPTION + MAX_TCP_HEADER + SHINFO      # max(mss_clamp, mss_cache) + ...
+    need = mss + TCP_TIMESTAMPS_OPTION + MAX_TCP_HEADER + SKB_SHINFO      # max(mss_clamp, mss_cache) + ...
     return (1 << (need - 1).bit_length()) + SKB_STRUCT
+
+
+def tcp_skb_truesize(payload: int) -> int:
+    """``skb->truesize`` of a TCP skb carrying ``payload`` bytes: ``tcp_stream_alloc_skb`` takes a head of
+    MAX_TCP_HEADER bytes (``alloc_skb_fclone``: 192 + 320 -> the 576-byte small-head cache, truesize 832)
+    and ``tcp_sendmsg`` adds the payload in page fragments, each copied byte to the truesize.
+    A 45-segment (65160-byte) GSO skb: 65992."""
+    return _head_size(_align(MAX_TCP_HEADER) + SKB_SHINFO) + SKB_STRUCT + payload
 
 
 class SendBuffer:
@@ -155,8 +159,9 @@ class ReceiveBuffer:
             self.rtt = m if self.rtt == 0.0 else self.rtt + (m - self.rtt) / 8
         grew = False
         space = self.win_from_space(self.sk_rcvbuf)
-        if self.rcv_ssthresh < self.window_clamp and self.rcv_ssthresh < space:   # tcp_grow_window
-            self.rcv_ssthresh = min(self.rcv_ssthresh + 2 * self.mss, self.window_clamp, space)
+        if seg_len >= 128 and self.rcv_ssthresh < self.window_clamp and self.rcv_ssthresh < space:
+            # tcp_grow_window: 2 x advmss, or twice the skb's length when a GSO/GRO skb is larger
+            self.rcv_ssthresh = min(self.rcv_ssthresh + max(2 * self.mss, 2 * seg_len), self.window_clamp, space)
             grew = True
         if self.rtt and now - self.space_time >= self.rtt:
             grew |= self._space_adjust(copied, now)

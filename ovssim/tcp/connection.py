@@ -2,7 +2,9 @@
 
 ``connect(env, client_ep, server_ep, port, **options)`` returns the two
 :class:`~ovssim.tcp.socket.TcpSocket` ends, already established (the
-handshake is not simulated: netperf and iperf start timing after it).  The
+handshake is not simulated: netperf and iperf start timing after it); a SYN
+and its SYN-ACK still cross the path so that the client's RTT estimate starts
+from the idle round trip, as Linux's does (``TcpSocket.syn``).  The
 client gets an ephemeral port; the server side is a :class:`TcpListener`
 bound on ``(tcp, port)`` that hands each segment to the connection its
 source port names, so many connections (``iperf -P N``) share one port as
@@ -62,4 +64,5 @@ def connect(env, client_ep, server_ep, port: int, *, client: dict | None = None,
     listener_for(server_ep, port).connections[cport] = ssock
     csock.connected_to(ssock)
     ssock.connected_to(csock)
+    csock.syn()
     return csock, ssock

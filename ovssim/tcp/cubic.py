@@ -10,6 +10,14 @@ TCP-friendly region (a Reno estimate with additive increase
 two delivered are kept.  HyStart (ACK train and delay increase, Linux's
 defaults: low window 16, ACK spacing 2 ms, 8 samples, delay threshold
 ``clamp(min_rtt / 8, 4 ms, 16 ms)``) ends slow start before the first loss.
+
+HyStart as Linux 6.x runs it (``hystart_update``, ``hystart_ack_delay``): it runs on
+each ACK's RTT sample (``cubictcp_acked``), a new round starts there once ``snd_una``
+passes the round's end, and the ACK train fires only past ``delay_min`` plus
+``hystart_ack_delay`` -- ``min(1 ms, 4 x sk_gso_max_size / sk_pacing_rate)``, the time
+a GSO skb spends in GRO and the qdisc -- halved when the socket is not paced.  Its delay
+test needs 8 samples in a round: one per ACK, so with GRO'd 64 KB skbs (one ACK per skb)
+slow start runs until a round holds 8 skbs.
 """
 from __future__ import annotations
 
@@ -20,6 +28,7 @@ C = 0.4
 BETA_SCALE = 8 * (1024 + 717) // 3 // (1024 - 717)   # 15, Reno-estimate increment scale
 HYSTART_LOW_WINDOW = 16
 HYSTART_ACK_DELTA = 0.002
+HYSTART_ACK_DELAY_MAX = 0.001          # hystart_ack_delay's cap, USEC_PER_MSEC
 HYSTART_MIN_SAMPLES = 8
 HYSTART_DELAY_MIN = 0.004
 HYSTART_DELAY_MAX = 0.016
@@ -84,11 +93,27 @@ class Cubic(CongestionControl):
         if self.hystart and not self.found and s.cwnd < s.ssthresh and s.cwnd >= HYSTART_LOW_WINDOW:
             self._hystart_update(rtt, now)
 
+    def _ack_delay(self) -> float:
+        """``hystart_ack_delay``: ``min(1 ms, 4 x sk_gso_max_size / sk_pacing_rate)``, 0 before a rate."""
+        s = self.s
+        rate = s.pacing_rate
+        if not rate:
+            return 0.0
+        d = 4 * s.gso_max_bytes / rate
+        return d if d < HYSTART_ACK_DELAY_MAX else HYSTART_ACK_DELAY_MAX
+
     def _hystart_update(self, delay: float, now: float) -> None:
-        # ACK train: ACKs keep arriving closely spaced for longer than half the min RTT.
+        s = self.s
+        if s.snd_una > self.end_seq:              # the round ended: a new one (bictcp_hystart_reset)
+            self._hystart_round(now, s.snd_nxt)
+        # ACK train: ACKs keep arriving closely spaced for longer than half the min RTT
+        # (plus the GSO/GRO cushion; the whole of it when the socket is paced).
         if now - self.last_ack <= HYSTART_ACK_DELTA:
             self.last_ack = now
-            if now - self.round_start > self.delay_min / 2:
+            threshold = self.delay_min + self._ack_delay()
+            if not (s.pacing or s.pacing_fq):         # sk_pacing_status == SK_PACING_NONE
+                threshold /= 2
+            if now - self.round_start > threshold:
                 self._exit_slow_start()
                 return
         # Delay increase: the round's minimum RTT grew by more than the threshold.
@@ -111,8 +136,6 @@ class Cubic(CongestionControl):
     def cong_avoid(self, acked: int, now: float) -> None:
         s = self.s
         if s.cwnd < s.ssthresh:
-            if self.hystart and s.snd_una > self.end_seq:
-                self._hystart_round(now, s.snd_nxt)
             acked = self.slow_start(acked)
             if not acked:
                 return

@@ -49,10 +49,6 @@ DEFAULT_CONGESTION_CONTROL = "cubic"
 # runs), 0.893 of the buffer.
 DEFAULT_SCALING_RATIO = 128 / 256
 GRO_SCALING_RATIO = 228 / 256
-# Bytes of skb truesize per MSS that tcp_sndbuf_expand reserves: roundup_pow_of_two(mss +
-# MAX_TCP_HEADER + skb_shared_info) + sizeof(sk_buff) = 2048 + 256 for a 1448-byte MSS
-# (measured here: sk_sndbuf = 2 x cwnd x 2304, e.g. 1198080 at cwnd 260).
-SKB_STRUCT = 256
 # Payload share of the send buffer's truesize when the writer fills it with 64 KB skbs
 # (payload + sk_buff + skb_shared_info + header room ~ 1.6 kB per skb): 0.976; measured
 # here (router runs) unacked + notsent = 0.976 x sk_wmem_queued.
@@ -90,16 +86,26 @@ def socket_buffer_payload(requested: float) -> int:
 # include/net/tcp.h, Documentation/networking/ip-sysctl.rst; values read with sysctl on this
 # machine's kernel 6.18): tcp_min_tso_segs = 2, tcp_tso_rtt_log = 9, sk_pacing_shift = 10
 # (about 1 ms of data per skb), tcp_pacing_ss_ratio = 200 %, tcp_pacing_ca_ratio = 120 %,
-# tcp_limit_output_bytes = 4 MiB.  MAX_TCP_HEADER = 128 + MAX_HEADER (176 on a distribution
-# kernel: LL_MAX_HEADER 128 + 48 for tunnels): sk_gso_max_size = gso_max_size - 305.
+# tcp_limit_output_bytes = 4 MiB.
 MIN_TSO_SEGS = 2
 TSO_RTT_LOG = 9
 PACING_SHIFT = 10
 PACING_SS_RATIO = 2.0
 PACING_CA_RATIO = 1.2
 TCP_LIMIT_OUTPUT_BYTES = 4194304
-MAX_TCP_HEADER = 128 + 176
-# tcp_tso_should_defer: sysctl tcp_tso_win_divisor = 3; "the last send was in this jiffy" with
-# CONFIG_HZ = 250 (this machine's kernel: netdev_budget_usecs = 2 jiffies = 8000 us).
+# The headroom TCP reserves in each skb it builds (include/net/tcp.h): MAX_TCP_HEADER =
+# L1_CACHE_ALIGN(128 + MAX_HEADER), MAX_HEADER = LL_MAX_HEADER (+ 48 with IP tunnels), LL_MAX_HEADER =
+# 32 (128 with Hyper-V netvsc or 802.11 mesh, 96 with WLAN; include/linux/netdevice.h).  This host's
+# kernel (/proc/config.gz: no HYPERV_NET, WLAN, AX25, IPIP, GRE, SIT or IPv6 tunnels) has 128 + 32 =
+# 160 -> 192; a distribution kernel (WLAN + mesh + tunnels) 128 + 176 = 304 -> 320.  Its uses:
+# sk_gso_max_size = gso_max_size - (MAX_TCP_HEADER + 1) (sk_setup_caps: 45 segments of 1448 either way),
+# bbr_tso_segs_goal's cap GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER, tcp_sndbuf_expand's per_mss
+# (roundup_pow_of_two(1460 + 192 + 320) = 2048 + 256 = 2304, as measured here) and the head of each
+# TCP skb (tcp_stream_alloc_skb: alloc_skb_fclone(MAX_TCP_HEADER)), see buffers.tcp_skb_truesize.
+MAX_TCP_HEADER = 192
+# tcp_tso_should_defer: sysctl tcp_tso_win_divisor = 3; it defers only when the last send was
+# within NSEC_PER_MSEC and the next ACK is expected within min(srtt / 2, 1 ms).
 TSO_WIN_DIVISOR = 3
+TSO_DEFER_RECENT = 0.001
+# CONFIG_HZ = 250 (/proc/config.gz on this machine)
 HZ = 250

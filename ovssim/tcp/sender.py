@@ -70,15 +70,16 @@ timer, slow start after idle.
 """
 from __future__ import annotations
 
-from ..path.afpacket import truesize
 from ..path.cpu import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import (DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, MAX_TCP_HEADER,
-                       HZ, MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
-                       TCP_LIMIT_OUTPUT_BYTES, TSO_RTT_LOG, TSO_WIN_DIVISOR)
+                       MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
+                       TCP_LIMIT_OUTPUT_BYTES, TSO_DEFER_RECENT, TSO_WIN_DIVISOR)
+from .buffers import tcp_skb_truesize
 from .rtt import RttEstimator
 from .rtx_queue import EVER_RETRANS, SACKED, RtxQueue
+from .tso import tso_autosize
 
 # congestion states (tcp_ca_state)
 OPEN = "open"
@@ -256,17 +257,18 @@ class TcpSender:
         """``tcp_write_xmit``: send what the windows, the buffer and Nagle allow."""
         now = self.env._now
         if self.bulk_until is not None:
-            # A writer blocked on a full buffer copies as space frees (sk_stream_wait_memory).
-            # Approximation: Linux wakes the writer once a third of the buffer is free and
-            # counts skb overhead; here the payload-sized buffer is kept full, so a
-            # buffer-limited flow keeps ``sndbuf`` bytes in flight.
+            # A writer blocked on a full buffer (sk_stream_wait_memory) is woken by
+            # sk_stream_write_space only once the queued bytes are down to 2/3 of the buffer
+            # (sk_stream_wspace >= sk_stream_min_wspace = queued / 2), then fills it again:
+            # a buffer-limited flow's written-but-unacknowledged bytes swing between 2/3 and all
+            # of ``sndbuf`` (measured here: sk_wmem_queued 2.9-4.1 MB under tcp_wmem[2] = 4 MB).
             if now >= self.bulk_until:
                 self.bulk_until = None
             else:
                 if self.sndbuf_auto is not None and self.cwnd > self._sndbuf_cwnd:
                     self._grow_sndbuf()
                 full = self.snd_una + self.sndbuf
-                if full > self.write_end:
+                if full > self.write_end and 3 * (self.write_end - self.snd_una) <= 2 * self.sndbuf:
                     self.write_end = full
         q = self.q
         mss = self.mss
@@ -352,23 +354,11 @@ class TcpSender:
 
     # -- GSO and TCP Small Queues -------------------------------------------------------------
     def tso_segs(self) -> int:
-        """``tcp_tso_segs`` -> ``tcp_tso_autosize``: segments one GSO skb may carry now."""
+        """``tcp_tso_segs`` -> ``tcp_tso_autosize`` (tso.py): segments one GSO skb may carry now."""
         if not self.gso:
             return 1
-        cap = self.gso_max_bytes
-        rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
-        if rate == INF:
-            nbytes = cap
-        else:
-            nbytes = rate / (1 << PACING_SHIFT)
-            r = int(self.rtt.min_rtt * 1e6) >> TSO_RTT_LOG if self.rtt.min_rtt < INF else 0
-            if r < 32:
-                nbytes += cap >> r
-            if nbytes > cap:
-                nbytes = cap
-        segs = int(nbytes // self.mss)
-        if segs < MIN_TSO_SEGS:
-            segs = MIN_TSO_SEGS
+        # sk_pacing_rate: unlimited before an RTT sample
+        segs = tso_autosize(self.pacing_rate or INF, self.rtt.min_rtt, self.mss, MIN_TSO_SEGS, self.gso_max_bytes)
         return segs if segs < self.gso_max_segs else self.gso_max_segs
 
     def _gso_segs(self, avail: int, seq: int) -> int:
@@ -395,15 +385,17 @@ class TcpSender:
         return segs
 
     def _tso_should_defer(self, quota: int, seq: int, full: int) -> bool:
-        """``tcp_tso_should_defer`` (tcp_output.c): hold back a part-sized skb, expecting an ACK
-        soon to let a bigger one go -- only outside recovery, when the last send was in this
-        jiffy (HZ = 250), the window left is under a full skb and under a third of
-        ``min(snd_wnd, cwnd)`` (``tcp_tso_win_divisor`` = 3), and the oldest unacknowledged
-        segment went out at least half an RTT ago."""
+        """``tcp_tso_should_defer`` (tcp_output.c, Linux 6.18): hold back a part-sized skb, expecting an
+        ACK soon to let a bigger one go -- only outside recovery, when the last send was within 1 ms
+        (``tcp_wstamp_ns``), the window left is under a full skb and under a third of
+        ``min(snd_wnd, cwnd)`` (``tcp_tso_win_divisor`` = 3), and the oldest unacknowledged skb's ACK
+        is expected within ``min(srtt / 2, 1 ms)`` (the 6.18 rule, commit "tcp: fix
+        tcp_tso_should_defer() vs large RTT"; before: sent at least srtt / 2 ago)."""
         if self.state != OPEN:
             return False
         now = self.env._now
-        if int(now * HZ) != int(self._lsndtime * HZ):
+        last = self._wstamp if self.pacing and self._wstamp > self._lsndtime else self._lsndtime
+        if now - last > TSO_DEFER_RECENT:
             return False
         mss = self.mss
         limit = quota * mss
@@ -415,23 +407,27 @@ class TcpSender:
             chunk = self.snd_wnd
         if limit >= chunk / TSO_WIN_DIVISOR:
             return False
-        head_sent = self.q.head_sent()
-        return now - head_sent >= self.rtt.srtt / 2
+        srtt = self.rtt.srtt
+        how_far = self.q.head_sent() + srtt - now
+        return how_far <= (srtt / 2 if srtt / 2 < TSO_DEFER_RECENT else TSO_DEFER_RECENT)
 
     def _tsq_full(self, now: float) -> bool:
         """``tcp_small_queue_check``: too many of this socket's bytes below it (throttled)."""
         if not self.wmem_queued:
             return False
         rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
-        limit = 2 * truesize(self.frame_full)
+        # 2 x the truesize of the skb about to go (a full GSO skb when that much is written)
+        nxt = self.tso_segs() * self.mss
+        avail = self.write_end - self.snd_nxt
+        limit = 2 * tcp_skb_truesize(nxt if nxt < avail else avail)
         paced = rate / (1 << PACING_SHIFT)
         if paced > limit:
             limit = paced
         if limit > self.limit_output_bytes:
             limit = self.limit_output_bytes
-        if self.wmem_queued <= limit:
+        if self.wmem_queued < limit:             # sk_wmem_alloc (which starts at 1) > limit: throttled
             return False
-        if self.q.packets_out <= 1:       # tcp_rtx_queue_empty_or_single_skb (in segments)
+        if len(self.q) <= 1:                     # tcp_rtx_queue_empty_or_single_skb: at most one skb is out
             return False
         self.tsq_throttled += 1
         self._tsq_waiting = True
@@ -517,7 +513,7 @@ class TcpSender:
                 self.skbs_out += 1
         if self.tsq:
             pkt.owner = self
-            pkt.wmem = truesize(pkt.size)
+            pkt.wmem = tcp_skb_truesize(n)
             self.wmem_queued += pkt.wmem
         rcv_nxt = rcv.rcv_nxt
         pkt.ack = rcv_nxt

@@ -18,7 +18,7 @@ without ``-C``/``-K``.
 """
 from __future__ import annotations
 
-from ..packet import FlowKey
+from ..packet import ETH_HEADER, IPV4_HEADER, FlowKey, Packet
 from ..sched import call_at
 from .congestion import make_congestion_control
 from .defaults import DELACK, INIT_CWND, SACK, TIMESTAMPS, mss_for_mtu
@@ -26,6 +26,12 @@ from .buffers import ReceiveBuffer, SendBuffer, TcpSysctls
 from .receiver import TcpReceiver
 from .rtt import RttEstimator
 from .sender import TcpSender
+
+
+HANDSHAKE = ("syn", "synack")
+# a SYN / SYN-ACK frame: Ethernet + IPv4 + 40 bytes of TCP header with options (MSS, SACK-permitted,
+# timestamps, window scale)
+SYN_FRAME = ETH_HEADER + IPV4_HEADER + 40
 
 
 class TcpSocket:
@@ -67,7 +73,8 @@ class TcpSocket:
                                 keep_samples=keep_samples,
                                 gso=getattr(endpoint, "gso", False),
                                 gso_max_size=getattr(endpoint, "gso_max_size", 65536),
-                                tsq=getattr(endpoint, "tsq", False))
+                                tsq=getattr(endpoint, "tsq", False),
+                                limit_output_bytes=sysctls.limit_output_bytes)
         self.sender.sndbuf_auto = snd_auto
         if getattr(endpoint, "fq_pacing", False):
             # an fq qdisc on this host's device paces every TCP socket by EDT (SK_PACING_FQ):
@@ -81,11 +88,34 @@ class TcpSocket:
         self.peer = peer
         self.sender.snd_wnd = peer.receiver.window()
 
+    # -- the handshake's round trip -----------------------------------------------------
+    def syn(self) -> None:
+        """Send the SYN (the connection is already established; only its round trip is simulated):
+        the SYN-ACK's echo gives the client its first RTT sample, as ``tcp_ack_update_rtt`` takes it
+        from the SYN-ACK, so srtt, the RTO and ``tcp_min_rtt`` -- which ``tcp_tso_autosize`` reads --
+        start from the path's idle round trip, as when iperf3 connects its streams before the test."""
+        now = self.env._now
+        pkt = Packet(self.flow, SYN_FRAME, now, 0, 0, None, 0, 0, "syn")
+        pkt.ts_val = now
+        self.endpoint.send(pkt)
+
+    def _handshake(self, pkt, now: float) -> None:
+        if pkt.kind == "syn":                       # the server answers with a SYN-ACK echoing the SYN's stamp
+            rep = Packet(self.flow, SYN_FRAME, now, 0, 0, None, 0, 0, "synack")
+            rep.ts_val = now
+            rep.ts_ecr = pkt.ts_val
+            self.endpoint.send(rep)
+        else:                                       # the client: its first RTT sample
+            self.sender.rtt.sample(now - pkt.ts_ecr)
+
     # -- packets in ----------------------------------------------------------------------
     def put(self, pkt) -> None:
         now = self.env._now
         if pkt.t > now:
             call_at(self.env, pkt.t, self._input, pkt)
+            return
+        if pkt.kind in HANDSHAKE:
+            self._handshake(pkt, now)
             return
         s = self.sender
         if s.snd_nxt or pkt.rwnd != s.snd_wnd:
@@ -99,6 +129,9 @@ class TcpSocket:
 
     def _input(self, pkt) -> None:
         now = self.env._now
+        if pkt.kind in HANDSHAKE:
+            self._handshake(pkt, now)
+            return
         s = self.sender
         if s.snd_nxt or pkt.rwnd != s.snd_wnd:
             s.on_ack(pkt, now)

@@ -39,12 +39,11 @@ linearly, which a writer's or an RR's wait for a shared core is not); skbs that 
 the shapers' timer latency (a datagram HTB holds leaves ~30 us after its tokens allow, measured here); heavy RTT
 tails that fit a calibratable family (seed 002's mixtures)."""
 
-
-
 def run_testbeds(settings: Settings, only: list[str] | None = None, progress=print) -> list[TestbedResult]:
-    from . import afxdp, batching, chains, interim, load, local, states, thesis, uml, xenserver
+    from . import afxdp, batching, chains, interim, load, local, states, tcp_window, thesis, uml, xenserver
     mods = {"thesis": thesis, "local": local, "states": states, "load": load, "interim": interim,
-            "xenserver": xenserver, "chains": chains, "uml": uml, "batching": batching, "afxdp": afxdp}
+            "xenserver": xenserver, "chains": chains, "uml": uml, "batching": batching, "afxdp": afxdp,
+            "tcp_window": tcp_window}
     settings.figures_dir.mkdir(parents=True, exist_ok=True)
     out: list[TestbedResult] = []
     with Runner(settings.workers) as runner:

@@ -314,7 +314,7 @@ def test_one_ack_per_grod_skb():
     skb.ack = 0
     s.put(skb)
     assert s.receiver.rcv_nxt == 10 * MSS
-    assert [p.ack for p in acks] == [10 * MSS]
+    assert [p.ack for p in acks if p.kind == "ack"] == [10 * MSS]     # (the connection's SYN went out too)
 
 
 def test_rx_frames_raises_the_interrupt_before_rx_usecs():

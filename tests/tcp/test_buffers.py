@@ -154,3 +154,14 @@ def test_a_bad_vm_sysctl_names_the_vm_and_the_key():
     d["vm"][0]["sysctl"] = {"net.ipv4.tcp_wmem": "4096 16384"}
     with pytest.raises(ConfigError, match=r"vm\.ns1\.sysctl\.net\.ipv4\.tcp_wmem"):
         run_scenario(d, reps=1)
+
+
+@pytest.mark.parametrize("seg_len, step", [(1448, 2 * 1448), (65160, 2 * 65160), (100, 0)])
+def test_the_window_grows_by_twice_each_skb_or_two_segments(seg_len, step):
+    # tcp_grow_window (tcp_input.c): incr = max(2 x advmss, 2 x skb->len), for skbs of 128 bytes or more;
+    # a GRO'd or whole GSO skb of 45 segments opens the window by 90 segments at once
+    rb = ReceiveBuffer(mss=1448)
+    rb.sk_rcvbuf = rb.window_clamp = 8 << 20          # room to grow: the cap is not what is tested
+    before = rb.rcv_ssthresh
+    rb.on_data(seg_len, seg_len, 0.0, 0.0)
+    assert rb.rcv_ssthresh - before == step

@@ -40,8 +40,14 @@ def test_folded_rtts_give_the_figures_of_every_sample(make_path, monkeypatch):
     start = exact.t0 + exact.omit
     a, b = rtt_summary(senders_e, start), rtt_summary(senders_f, start)
     assert b["rtt_mean"] == pytest.approx(a["rtt_mean"], rel=1e-9)          # moments: exact
-    for q in ("rtt_p50", "rtt_p99"):
-        assert b[q] == pytest.approx(a[q], rel=2e-3)                       # quantiles: within the histogram's 0.1 %
+    # quantiles: within the histogram's 0.1 % of the samples at that rank (where samples are sparse, as in
+    # a tail, the exact figure interpolates between two order statistics that may lie percents apart)
+    x = np.sort(np.concatenate([[r for r, t in zip(s.rtt_samples, s.rtt_times) if t >= start]
+                                for s in senders_e])) * 1e3
+    for q, p in (("rtt_p50", 50), ("rtt_p99", 99)):
+        rank = p / 100 * (x.size - 1)
+        lo, hi = x[int(np.floor(rank))], x[int(np.ceil(rank))]
+        assert lo * (1 - 2e-3) <= b[q] <= hi * (1 + 2e-3)
     # samples before the measured window are not kept once folded; the ECDF sample is a systematic one
     assert 0 < rtt_array_ms(senders_f).size <= rtt_array_ms(senders_e).size
 

@@ -3,14 +3,14 @@
 For each measured JSON in data/local/tcp_window/ taken with ``--bridge`` (ns1 -> veth -> Linux bridge
 -> shaper on the port to ns2 -> veth -> ns2): ovssim's ``validation/scenarios/local_netns.toml`` with
 a Linux bridge, the same HTB/TBF on ns2's VIF port, ``iperf3 -P N -C CC`` and ``ping -i 0.05`` beside
-it; mean and max ping RTT over the same window (the transfer's seconds 1..end), Mbit/s.
+it; mean and max ping RTT over the same window (the transfer's seconds 1..end), Mbit/s.  The scenario and
+the window are ``ovssim.validate.tcp_window``'s (the report section: ``ovssim validate --only tcp_window``).
 
     .venv/bin/python validation/tcp_window/compare.py [--reps 2] [--match bridge_htb_20mbit]
 """
 from __future__ import annotations
 
 import argparse
-import copy
 import glob
 import gzip
 import json
@@ -18,37 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ovssim.runner import run_scenario
-from ovssim.scenario import load_scenario
+from ovssim.validate.tcp_window import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIO = ROOT / "validation" / "scenarios" / "local_netns.toml"
-
-
-def shaper(kind: str, rate: str) -> dict:
-    if kind == "htb":
-        return {"kind": "htb", "default": "10", "classes": [
-            {"classid": "1:10", "parent": "1:", "rate": rate, "ceil": rate}]}
-    return {"kind": "tbf", "rate": rate, "burst": "32kb", "latency": "400ms"}
-
-
-def simulate(args: dict, reps: int, seed: int = 1) -> dict:
-    d = copy.deepcopy({k: v for k, v in load_scenario(SCENARIO).data.items() if not k.startswith("_")})
-    t = float(args["time"])
-    d["scenario"]["duration"] = f"{t + 0.5}s"
-    d["bridge"][0]["kind"] = "linux"
-    for vm in d["vm"]:
-        if vm["name"] == "ns2":
-            vm["qdisc"] = shaper(args["shaper"], args["rate"])
-    d["workload"] = [
-        {"name": "tcp", "tool": "iperf3", "proto": "tcp", "from": "ns1", "to": "ns2", "C": args["cc"],
-         "P": int(args["flows"]), "t": f"{t}s", "start": "0.5s"},
-        {"name": "ping", "tool": "ping", "from": "ns1", "to": "ns2", "i": "0.05s", "start": "0s"}]
-    res = run_scenario(d, reps=reps, seed=seed)
-    s = res.samples.get("ping", {}).get("rtt") if hasattr(res, "samples") else None
-    summ = res.summary.set_index(["workload", "metric"])["mean"]
-    return {"mbps": float(summ[("tcp", "throughput")]), "ping_mean_ms": float(summ[("ping", "rtt_mean")]),
-            "ping_max_ms": float(summ[("ping", "rtt_max")])}
 
 
 def main():
@@ -62,7 +34,8 @@ def main():
         with gzip.open(f, "rt") as fh:
             r = json.load(fh)
         real = r["summary"]
-        sim = simulate(r["args"], a.reps)
+        sims = simulate(r["args"], a.reps)
+        sim = {k: float(np.mean([s[k] for s in sims])) for k in sims[0]}
         rows.append((Path(f).name.rsplit("_", 1)[0], real, sim))
         err = lambda k: 100 * (sim[k] - real[k]) / real[k]
         print(f"{rows[-1][0]:40s} real {real['ping_mean_ms']:7.1f}/{real['ping_max_ms']:7.1f} ms {real['mbps']:6.2f} Mbit/s"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -128,6 +129,8 @@ def sampler(stop, records, period=0.05):
 
 
 def run(args) -> dict:
+    from ovssim.collect.state import measure
+    machine = measure(repeats=1)                 # the collector's machine state (speed index, load, steal)
     sysctls = dict(kv.split("=", 1) for kv in args.sysctl)
     setup(args.shaper, args.rate, sysctls, args.limit, not args.no_gso, args.router, args.bridge)
     try:
@@ -153,7 +156,8 @@ def run(args) -> dict:
     end = js["end"]
     streams = end["streams"]
     res = {
-        "args": vars(args), "pings": pings, "samples": recs,
+        "args": vars(args), "pings": pings, "samples": recs, "machine": machine,
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "iperf3": {"bps": end["sum_received"]["bits_per_second"],
                    "retransmits": end["sum_sent"].get("retransmits"),
                    "max_snd_cwnd": [s["sender"].get("max_snd_cwnd") for s in streams],

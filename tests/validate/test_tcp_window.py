@@ -1,0 +1,32 @@
+"""The tcp_window validation section (ovssim/validate/tcp_window.py) against this host's measurements."""
+import numpy as np
+import pytest
+
+from ovssim.validate.tcp_window import DATA, measured, simulate, window
+
+
+def test_ping_window_is_probes_icmp_seq_30_to_170():
+    # ping -i 0.05 from 0 s, iperf3 from 0.5 s for 8 s: probe.py keeps icmp_seq 30..170 (1-based)
+    seqs = np.arange(1, 200, dtype=float)
+    kept = window(seqs, 8.0)
+    assert kept[0] == 30 and kept[-1] == 170
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="no data/local/tcp_window")
+def test_cubic_behind_a_bridge_port_htb_is_within_the_real_runs_spread():
+    # three real runs of HTB 20 Mbit/s, one CUBIC flow: mean RTT 717-918 ms (HyStart at cwnd 855-1256)
+    runs = measured()[("bridge", "htb", "20mbit", 1, "cubic", ())]
+    real = [r["summary"]["ping_mean_ms"] for r in runs]
+    sim, = simulate(runs[0]["args"], reps=1)
+    assert 0.9 * min(real) <= sim["ping_mean_ms"] <= 1.1 * max(real)
+    assert sim["mbps"] == pytest.approx(np.mean([r["summary"]["mbps"] for r in runs]), rel=0.03)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="no data/local/tcp_window")
+def test_tsq_keeps_two_gso_skbs_per_flow_in_the_senders_own_qdisc():
+    # HTB 20 Mbit/s on the sender's own veth, 2 CUBIC flows: TSQ holds each flow to two 64 KB skbs, so the
+    # ping waits behind at most 2 x 2 + 1 skbs of 68130 B at 20 Mbit/s = 136.3 ms (measured: 136.0 ms)
+    runs = measured()[("sender", "htb", "20mbit", 2, "cubic", ())]
+    sim, = simulate(runs[0]["args"], reps=1)
+    assert sim["ping_max_ms"] == pytest.approx(5 * 68130 * 8 / 20e6 * 1e3, rel=0.02)
+    assert sim["ping_mean_ms"] == pytest.approx(np.mean([r["summary"]["ping_mean_ms"] for r in runs]), rel=0.10)
