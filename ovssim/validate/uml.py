@@ -90,11 +90,9 @@ def fit_window(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
     """Fit the flows' effective socket window on the pfifo_fast rows; write the profile.
 
     Why a window: behind the 20 Mbit/s shaper no packet is dropped in 8 s, so the queue -- and the
-    ping's RTT -- is the data the four flows keep in flight, which the receivers' buffer
-    autotuning (``tcp_rcv_space_adjust``, net/ipv4/tcp_input.c) lets grow from the initial
-    ``tcp_rmem[1]`` = 128 KiB buffer while the measured RTT rises 40 -> 120 ms.  ovssim's TCP
-    starts at the tuned maximum instead (ovssim/tcp/defaults.py), which fills the 1000-packet
-    pfifo; the fitted window (iperf ``-w``) stands in for the growth.  One-dimensional bounded
+    ping's RTT -- is the data the four flows keep in flight, which grows with their cwnd while the
+    measured RTT rises 40 -> 120 ms.  ovssim's veth senders are bounded only by their buffers and
+    fill the 1000-packet pfifo (175 ms); the fitted window (iperf ``-w``) stands in.  One-dimensional bounded
     search on log(window) (scipy.optimize.minimize_scalar), common random numbers.
 
     What really bounds it (ss -tinm inside UML, data/uml/2026-11-25/uml-window): TCP Small Queues.
@@ -496,14 +494,23 @@ def miss_notes(df: pd.DataFrame, rtts: pd.DataFrame, summary: dict, window: floa
         last = pf.groupby("run_id").tail(50)["value"].mean() * 1e3
         notes.append(f"**RTT under load is set by the flows' windows, not by drops**: behind pfifo_fast no "
                      f"packet is dropped in 8 s (tc drops 0, retransmits 0), and the ping RTT rises from "
-                     f"{first:.0f} ms (first 50 probes) to {last:.0f} ms (last 50) as the receivers' buffer "
-                     "autotuning opens the window (`tcp_rcv_space_adjust`, net/ipv4/tcp_input.c). ovssim's "
-                     "TCP starts at the tuned maximum (3 MiB), which would fill the 1000-packet pfifo (183 ms "
-                     f"simulated before the fit); the fitted effective window, {window / 1024:.1f} KiB per "
+                     f"{first:.0f} ms (first 50 probes) to {last:.0f} ms (last 50) as the flows' cwnd grows. "
+                     "What bounds them (ss -tinm inside UML, data/uml/2026-11-25/uml-window) is TCP Small Queues "
+                     "across the veth: Linux 6.1's veth does not orphan a sent skb, so the segments in the "
+                     "bridge port's queue stay charged to the sender (skmem t = unacked = 18-45 segments x "
+                     "2728 B per flow) and `tcp_small_queue_check` holds each flow to about two skbs there, "
+                     "skbs cut to the cwnd quota -- which CUBIC grows (HyStart exit at 21-23, cwnd 29 -> 115 "
+                     "in 7 s). Not the receive window (snd_wnd 156-368 kB, never reached) nor the send "
+                     "buffer. ovssim's veth senders (`veth_orphans` = true, this host's 6.18) fill the "
+                     "1000-packet pfifo (175 ms); with `veth_orphans = false` its TSQ holds the flows far lower "
+                     "(mean RTT 19 ms, Jain 0.49: its floor is one frame's truesize and its single-skb "
+                     "exemption counts segments, where the kernel uses the next skb's truesize and counts "
+                     "skbs); with both corrected (tried, not committed) 40 ms, but 3 of the 4 flows stay at "
+                     "2-segment skbs and cwnd 22 while the fourth grows: the skb-size dynamics of TSQ with "
+                     "tcp_tso_should_defer are issue 15's to finish. Until then the fitted effective window, {window / 1024:.1f} KiB per "
                      "flow, gets the mean right for the FIFO-like schedulers (HTB, HFSC within 4 %) but not "
                      "the shape: a constant window gives a narrow RTT distribution where the measured one "
-                     "spreads with the growth -- hence KS 0.5 on pfifo_fast, HTB, HFSC and TBF. Modelling "
-                     "the autotuning is the fix (ovssim/tcp, not this issue).")
+                     "spreads with the growth -- hence KS 0.5 on pfifo_fast, HTB, HFSC and TBF.")
     for q, why in (("tbf", "TBF's queue is bounded by `latency 50ms` (limit = rate x latency + burst): the "
                            "model's RTT sits at that bound, the measured flows stay below it (104 drops per run "
                            "in UML keep their windows smaller than the fitted one)"),
