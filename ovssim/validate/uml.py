@@ -291,6 +291,13 @@ def thin_flow(runner: Runner, settings: Settings, window: float, names: list[str
                                       "held-out", "",     # the issue sets no target for these
                                       note=f"{m.size} runs"))
     tb.notes += ranking_notes(summary)
+    tb.notes.append(
+        "**The thin flow's one-way delay** is the mean over its whole run (1-8 s into the load, iperf2's server "
+        "report) while the ping rows compare the first probes (~1-5 s): behind the FIFO-like schedulers the "
+        "measured queue keeps growing with the flows' cwnd (TCP Small Queues across the veth, see above), so "
+        "its delay is above the ping's mean; the model's constant window keeps both at one level. Under "
+        "CoDel the thin flow shares the CUBIC flows' drops (loss within its CI); under TBF the model drops it "
+        "as often as the TCP segments at the 50 ms bound where UML's flows stay below the bound.")
     load = df[df["metric"] == "loadavg_1min"]["value"]
     thr = df[df["metric"] == "throughput"].groupby("qdisc")["value"].mean() / 20e6
     tb.notes.append(
