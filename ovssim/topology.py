@@ -230,7 +230,9 @@ class _Blackhole:
 
 
 def _qdisc_cost(port: EgressPort, cpu, profile) -> None:
-    """The port's qdisc costs ``qdisc.<kind>.cpu_per_packet`` of the host's CPU per skb (if > 0)."""
+    """The port's qdisc costs ``qdisc.<kind>.cpu_per_packet`` of the host's CPU per skb (if > 0), and its
+    watchdog latency ``qdisc.watchdog_latency``."""
+    port.watchdog_latency = profile.time("qdisc.watchdog_latency")
     key = f"qdisc.{port.qdisc.kind}.cpu_per_packet"
     cost = profile.time(key) if key in profile.params else 0.0
     if cost > 0.0:
