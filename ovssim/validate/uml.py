@@ -473,6 +473,17 @@ def datapath(runner: Runner, settings: Settings, data: Path = DATAPATH) -> list[
                           "`ovs.upcall` per miss (about 1 / mean = "
                           + (f"{1 / _upcall_mean(settings):,.0f}" if _upcall_mean(settings) else "?")
                           + " setups/s: consistent with the measured lower bound) and a 1,000-upcall queue.")
+        b, mean = bursts.get("unpaced"), _upcall_mean(settings)
+        if b and mean:
+            backlog = b["upcalls"] - b["send_seconds"] / mean      # arrived minus served while they arrive
+            if backlog > 1000:
+                tb.notes.append(
+                    f"**The upcall queue is deeper than the model's**: the unpaced burst offered {b['upcalls']} "
+                    f"upcalls in {b['send_seconds'] * 1e3:.0f} ms and UML lost {b['upcalls_lost']}; at one "
+                    f"upcall per {mean * 1e6:.0f} us about {backlog:.0f} wait at the end of it, so the handler's "
+                    "queue (its netlink socket's receive buffer) holds at least that many, where "
+                    "`ovs.upcall_queue` = 1000 would lose the rest. Not refitted: one burst gives only "
+                    "this lower bound.")
     poll = res.get("idle_poll", [])
     if poll:
         t0, f0 = poll[0]
