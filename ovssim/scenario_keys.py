@@ -68,6 +68,11 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "mtu": "Guest interface MTU, 68..9216 (TCP's MSS follows it).",
         "features": "Offloads of the guest's interface by their `ethtool -K` names, e.g. "
                     "`{ tso = false, gro = true }` (default: what Linux sets for the VIF kind).",
+        "veth_orphans": "container-veth: whether crossing the veth orphans a sent skb (default true, as "
+                        "measured on this machine's 6.18). false: the skb stays charged to its TCP socket "
+                        "through the bridge and the port's qdisc until the receiver's IP layer "
+                        "(ip_rcv_core), so TCP Small Queues bind at a bridge's qdisc, as measured with "
+                        "ss -tinm on Linux 6.1 under user-mode Linux (data/uml/2026-11-25/uml-window).",
         "sysctl": "The guest kernel's TCP settings, e.g. `{ \"net.ipv4.tcp_congestion_control\" = \"bbr\", "
                   "\"net.ipv4.tcp_wmem\" = \"4096 16384 4194304\" }` (default: this Linux's).",
     },

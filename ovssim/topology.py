@@ -121,6 +121,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                 br = OvsDatapath(env, name, cpu, stats=step("ovs.stats"), lookup=step("ovs.lookup"),
                                  actions=step("ovs.actions"),
                                  upcall=profile.sampler("ovs.upcall", rng(f"{name}.upcall")),
+                                 upcall_wakeup=profile.sampler("ovs.upcall_wakeup", rng(f"{name}.upcall_wakeup")),
                                  lookup_per_mask=profile.time("ovs.lookup_per_mask"),
                                  masks=profile.int("ovs.masks"), handlers=handlers,
                                  upcall_queue=profile.int("ovs.upcall_queue"),
@@ -189,7 +190,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         features = resolve(kind, v.get("features"))
         ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"), mtu=v["mtu"],
                       inline_tx=kind in INLINE_KINDS,      # run to completion: no backend thread
-                      features=features, tsq=kind not in INLINE_KINDS)
+                      features=features, tsq=kind not in INLINE_KINDS or not v.get("veth_orphans", True))
         ep.vif_kind = kind
         if v.get("sysctl"):
             # the guest kernel's net.ipv4.tcp_* (default cc, tcp_rmem/tcp_wmem): ovssim/tcp/buffers.py
@@ -203,7 +204,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                         delay=profile.sampler(f"{vd}.backend_delay", rng(f"{v['name']}.vif.tx")),
                         cpu_per_packet=profile.time(f"{vd}.cpu_per_packet"),
                         cpu_per_byte=profile.time(f"{vd}.cpu_per_byte"), lookahead=True, direction="tx",
-                        name=v["name"])
+                        name=v["name"], frees_skb=v.get("veth_orphans", True) or kind not in INLINE_KINDS)
         rx = VifBackend(env, kind, host_cpu,
                         delay=profile.sampler(f"{vd}.backend_delay", rng(f"{v['name']}.vif.rx")),
                         cpu_per_packet=profile.time(f"{vd}.cpu_per_packet"),
@@ -282,7 +283,9 @@ class _Blackhole:
 
 
 def _qdisc_cost(port: EgressPort, cpu, profile) -> None:
-    """The port's qdisc costs ``qdisc.<kind>.cpu_per_packet`` of the host's CPU per skb (if > 0)."""
+    """The port's qdisc costs ``qdisc.<kind>.cpu_per_packet`` of the host's CPU per skb (if > 0), and its
+    watchdog latency ``qdisc.watchdog_latency``."""
+    port.watchdog_latency = profile.time("qdisc.watchdog_latency")
     key = f"qdisc.{port.qdisc.kind}.cpu_per_packet"
     cost = profile.time(key) if key in profile.params else 0.0
     if cost > 0.0:

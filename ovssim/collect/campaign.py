@@ -66,6 +66,7 @@ class WorkloadSpec:
     flush_flows: bool | None = None  # overrides the campaign's
     alongside: object = None         # a latency workload (ping/sockperf) run during this one
     alongside_start: float = 0.5     # seconds after this one starts (past slow start)
+    beside: tuple = field(default=(), repr=False)   # thin loads (UDP) run with the probe, e.g. ("udp",)
     tos: int = field(default=0, repr=False)   # ping -Q: the probe's IP TOS byte (0x10 lowdelay -> band 0)
 
     @classmethod
@@ -117,6 +118,11 @@ class WorkloadSpec:
             raise ConfigError(f"test {v!r} is not a test name (or comma-separated names)", **where)
         if k == "alongside" and not isinstance(v, str):
             raise ConfigError(f"alongside names a workload, not {v!r}", **where)
+        if k == "beside":
+            names = [v] if isinstance(v, str) else v
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise ConfigError(f"beside names workloads (a name or a list of names), not {v!r}", **where)
+            return tuple(names)
         if k == "tos":
             try:
                 tos = int(v, 0) if isinstance(v, str) else v
@@ -136,6 +142,9 @@ class WorkloadSpec:
         if self.tool == "ping" and self.count * self.interval > bounds.DURATION[1]:
             raise ConfigError(f"{self.count} pings every {self.interval:g} s last longer than a day",
                               file=file, key=key, fix="lower count or interval")
+        if self.beside and self.alongside is None:
+            raise ConfigError("beside runs thin loads with the latency probe", file=file, key=key,
+                              fix='name the probe too: alongside = "ping"')
         if self.tos and self.tool != "ping":
             raise ConfigError("tos is a ping setting (ping -Q)", file=file, key=key,
                               fix="mark the probe: put tos on the ping workload")
@@ -162,7 +171,8 @@ class RunConfig:
         w = self.workload
         # settings added later stay out of the repr, so earlier campaigns keep their ids
         extra = {k: v for k, v in (("leaf", self.qdisc.leaf), ("tos", w.tos),
-                                   ("probe_tos", getattr(w.alongside, "tos", 0))) if v}
+                                   ("probe_tos", getattr(w.alongside, "tos", 0)),
+                                   ("beside", [repr(b) for b in w.beside])) if v}
         blob = json.dumps([repr(self.testbed.key()), repr(self.qdisc), repr(w)] + ([extra] if extra else []))
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
@@ -234,7 +244,15 @@ def _resolve_alongside(spec: WorkloadSpec, workloads: dict, camp_duration: float
                           f"{duration:g} s load remain after alongside_start", file=f, key=key,
                           fix="lower the ping count/interval (or the sockperf duration), lower "
                               "alongside_start, or lengthen the load")
-    return WorkloadSpec(**{**spec.__dict__, "alongside": other})
+    beside = []
+    for name in spec.beside:
+        b = workloads.get(name)
+        if b is None or b.tool != "iperf2":
+            raise ConfigError(f"beside names a thin UDP load (tool iperf2), not {name!r}", file=f,
+                              key=f"workload.{spec.name}.beside",
+                              fix="define it as [[workload]] tool = \"iperf2\" proto = \"udp\" rate = \"1mbit\"")
+        beside.append(b)
+    return WorkloadSpec(**{**spec.__dict__, "alongside": other, "beside": tuple(beside)})
 
 
 def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
@@ -454,6 +472,7 @@ def preflight(camp: Campaign) -> dict:
         needed.add(TOOLS[rc.workload.tool][0])
         if rc.workload.alongside is not None:
             needed.add(TOOLS[rc.workload.alongside.tool][0])
+        needed |= {TOOLS[b.tool][0] for b in rc.workload.beside}
         if rc.workload.tool == "netperf":
             needed.add("netserver")
     for tool in sorted(needed):
@@ -686,6 +705,8 @@ class CampaignRunner:
             if w.alongside is not None:
                 result = self._run_with_probe(w, target, duration)
                 record["alongside"] = w.alongside.name
+                if w.beside:
+                    record["beside"] = [b.name for b in w.beside]
             else:
                 result = self._run_tool(w, target, duration)
             wall = time.monotonic() - t0
@@ -727,22 +748,27 @@ class CampaignRunner:
         return record, samples
 
     def _run_with_probe(self, w: WorkloadSpec, target: Target, duration: float):
-        """The load and, ``alongside_start`` seconds into it, its latency probe, concurrently.
+        """The load and, ``alongside_start`` seconds into it, its latency probe (and the thin UDP
+        loads named by ``beside``, for the probe's window), concurrently.
 
-        The probe's metrics are kept with a ``probe_`` prefix; its samples (e.g. ``rtt``) keep their
-        names: they are the RTTs under this load.  A failure of either fails the run."""
+        The probe's metrics are kept with a ``probe_`` prefix, a beside load's with its name's
+        (``udp_loss``); the probe's samples (e.g. ``rtt``) keep their names: they are the RTTs
+        under this load.  A failure of any fails the run."""
         from concurrent.futures import ThreadPoolExecutor
         p = w.alongside
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        window = p.duration or duration - w.alongside_start
+        with ThreadPoolExecutor(max_workers=1 + len(w.beside)) as pool:
             submitted = time.time()
             load = pool.submit(self._run_tool, w, target, duration)
             time.sleep(w.alongside_start)
+            thin = [(b, pool.submit(self._run_tool, b, target, window)) for b in w.beside]
             probe_err = None
             try:
-                probe = self._run_tool(p, target, p.duration or duration - w.alongside_start)
+                probe = self._run_tool(p, target, window)
             except (ToolFailed, CommandError) as exc:
                 probe_err = exc
             result = load.result()       # waits for the load; re-raises its failure
+            thin = [(b, f.result()) for b, f in thin]
         if probe_err is not None:
             raise ToolFailed(f"probe {p.name} failed during the load: {probe_err}")
         load_start = result.info.get("client_start_epoch", submitted)
@@ -751,6 +777,9 @@ class CampaignRunner:
             result.metrics["probe_start_offset"] = (first_send - load_start, "s")
         for k, v in probe.metrics.items():
             result.metrics[f"probe_{k}"] = v
+        for b, r in thin:
+            for k, v in r.metrics.items():
+                result.metrics[f"{b.name}_{k}"] = v
         for k, v in probe.samples.items():
             result.samples.setdefault(k, v)
         return result

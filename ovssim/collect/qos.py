@@ -29,8 +29,11 @@ from ..errors import ConfigError
 from .shell import run
 
 OVS_QOS_TYPES = {"htb": "linux-htb", "hfsc": "linux-hfsc", "sfq": "linux-sfq",
-                 "codel": "linux-codel", "fq_codel": "linux-fq_codel", "netem": "linux-netem"}
-KNOWN_KINDS = ("none", "pfifo_fast", "pfifo", "bfifo", "htb", "tbf", "hfsc", "sfq", "codel",
+                 "codel": "linux-codel", "fq_codel": "linux-fq_codel", "netem": "linux-netem",
+                 "noop": "linux-noop"}
+# "noop" exists only through the OVS QoS table (linux-noop: OVS leaves the port's qdisc as it is,
+# lib/netdev-linux.c tc_ops_noop), so there is no tc qdisc to probe or to read back
+KNOWN_KINDS = ("none", "noop", "pfifo_fast", "pfifo", "bfifo", "htb", "tbf", "hfsc", "sfq", "codel",
                "fq_codel", "netem", "fq", "prio", "red", "cake", "noqueue")
 
 CLASSLESS_LEAVES = ("pfifo_fast", "pfifo", "bfifo", "sfq", "codel", "fq_codel")
@@ -45,7 +48,7 @@ PROBE_NS = "ovssim-probe-"
 
 def probe_qdiscs(kinds=KNOWN_KINDS) -> dict[str, tuple[bool, str]]:
     """Try each qdisc kind on a veth in a scratch namespace: ``kind -> (available, reason)``."""
-    todo = [k for k in kinds if k not in _available_cache and k != "none"]
+    todo = [k for k in kinds if k not in _available_cache and k not in ("none", "noop")]
     if todo:
         ns = f"{PROBE_NS}{os.getpid()}-{uuid.uuid4().hex[:8]}"    # the pid: reap_stale's clue
         run(["ip", "netns", "add", ns])
@@ -58,7 +61,7 @@ def probe_qdiscs(kinds=KNOWN_KINDS) -> dict[str, tuple[bool, str]]:
                 _available_cache[kind] = (res.returncode == 0, reason)
         finally:
             run(["ip", "netns", "del", ns], check=False)
-    _available_cache["none"] = (True, "")
+    _available_cache["none"] = _available_cache["noop"] = (True, "")
     return {k: _available_cache[k] for k in kinds}
 
 
@@ -237,7 +240,7 @@ class AppliedQos:
         while True:
             qd = tc_stats(self.prefix, s.port)
             root = next((q for q in qd if q.get("root")), None)
-            if root and root.get("kind") == s.kind:
+            if root and (root.get("kind") == s.kind or s.kind == "noop"):
                 break
             if _t.monotonic() > deadline:
                 got = root.get("kind") if root else "nothing"

@@ -19,7 +19,13 @@ rules barely change the lookup delay.
 Miss: the packet waits in a bounded upcall queue (overflow counted as
 ``lost``, as ``ovs-dpctl show`` reports it) for one of ``handlers`` threads,
 which runs the slow path (classifier lookup, MAC learning, flow setup); the
-flow is installed and the packet executed.  Packets of the same flow that
+flow is installed and the packet executed.  A handler with nothing to do
+sleeps in ``poll()`` on its netlink socket (ofproto/ofproto-dpif-upcall.c
+``udpif_upcall_handler``: ``recv_upcalls`` found nothing -> ``dpif_recv_wait``,
+``poll_block``); an upcall that finds every handler asleep first waits
+``upcall_wakeup`` (profile ``ovs.upcall_wakeup``, default 0) for one to be
+scheduled, while upcalls arriving during a burst find it awake and reading
+its batch (``UPCALL_MAX_BATCH`` = 64 per ``recv_upcalls``).  Packets of the same flow that
 arrive before the install also miss, as in OVS.
 
 ``latency`` (profile ``ovs.latency``, default 0) is per-packet delay that is
@@ -135,7 +141,7 @@ class OvsDatapath(Bridge):
                  lookahead: bool = True, sndbuf: int = 0, rcvbuf: int = 0,
                  idle_stall_prob: float = 0.0, idle_stall: float = 0.004, idle_after: float = 0.004,
                  stall_rng=None, stall_state: list | None = None, thread_key: int | None = None,
-                 idle_wake: float = 0.0, busy_share: float = 1.0):
+                 idle_wake: float = 0.0, busy_share: float = 1.0, upcall_wakeup: Sampler | None = None):
         super().__init__(env, name, lookahead=lookahead)
         # None: the kernel datapath (each flow's work on its own core); else the core key of the
         # userspace datapath's thread, which does the work of every flow
@@ -152,6 +158,8 @@ class OvsDatapath(Bridge):
         self.max_idle = max_idle
         self.flow_limit = flow_limit
         self.handlers = CpuPool(env, handlers, f"{name}.handlers", backlog_limit=upcall_queue)
+        self.upcall_wakeup_s = (upcall_wakeup if upcall_wakeup is not None and upcall_wakeup.const != 0.0
+                                else None)
         self.rules = list(rules or [])
         self.latency_s = latency if latency is not None and latency.const != 0.0 else None
         self._last_out = 0.0
@@ -267,6 +275,9 @@ class OvsDatapath(Bridge):
             if afp is not None:
                 self._rx_unread(afp, port, pkt, t)
             return
+        wake = self.upcall_wakeup_s
+        if wake is not None and min(self.handlers.free) <= t_miss:   # every handler asleep in poll()
+            t_miss += wake.next()
         done = self.handlers.serve(t_miss, self.upcall_s.next())
         if done is None:
             self.lost += 1

@@ -79,6 +79,8 @@ class Endpoint:
 
     def put(self, pkt) -> None:
         self.received += 1
+        if pkt.owner is not None:       # ip_rcv_core: skb_orphan, the sender's charge ends here
+            pkt.owner.tsq_free(pkt, self.env._now)
         h = self._handlers.get((pkt.flow.proto, pkt.flow.dport))
         if h is None:
             self.unclaimed += 1

@@ -106,6 +106,10 @@ class EgressPort(AnalyticFifoTx, LookaheadTx, EventTx):
         self._waiting: deque = deque()       # (start time, size) of packets still in the qdisc
         self.busy = False
         self._watchdog = None                # the pending watchdog Call, if any
+        # how late the qdisc watchdog's hrtimer runs the port after the time it was set for (hrtimer
+        # expiry latency; profile qdisc.watchdog_latency, default 0): a shaper whose bucket holds one
+        # frame (HTB's default burst) loses that time per frame, one with a deeper bucket less
+        self.watchdog_latency = 0.0
         self._watchdog_at = float("inf")
         self._watchdog_call = None           # the lookahead path's last watchdog Call (reused once fired)
         self._watchdog_cbs = (self._on_watchdog_la,)     # its callbacks: no _fire indirection

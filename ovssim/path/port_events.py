@@ -37,6 +37,8 @@ class EventTx:
             if pkt is None:
                 if q.stats.qlen:
                     w = q.next_wakeup(now)
+                    if w is not None and w > now:
+                        w += self.watchdog_latency
                     if w is not None and w < self._watchdog_at:
                         if self._watchdog is not None:
                             self._watchdog.cancel()

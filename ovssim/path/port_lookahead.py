@@ -168,6 +168,8 @@ class LookaheadTx:
         """``qdisc_watchdog_schedule_ns``: wake the port when the qdisc can send (if earlier
         than the pending wake-up)."""
         w = q.next_wakeup(now)
+        if w is not None and w > now:
+            w += self.watchdog_latency
         if w is not None and w < self._watchdog_at:
             wd = self._watchdog
             if wd is None:                # none pending: the last one fired, schedule it again

@@ -34,7 +34,10 @@ keep up -- as a tap's qdisc does when the vhost ring is full.
 TCP Small Queues: guest -> host, the guest's driver frees a sent skb once the
 backend has consumed it (virtio-net's TX completion, netfront's response), so
 the skb's charge on its socket (``Packet.owner``) is released when the
-backend's work for it is done.
+backend's work for it is done -- unless ``frees_skb`` is false: a veth that
+keeps the skb's socket (``__dev_forward_skb`` -> ``skb_scrub_packet``, which
+no longer orphans, net/core/skbuff.c) leaves the charge to the receiver's
+``ip_rcv_core`` (:class:`~ovssim.path.endpoint.Endpoint`) or a qdisc's drop.
 """
 from __future__ import annotations
 
@@ -84,7 +87,7 @@ class VifBackend:
 
     def __init__(self, env, kind: str, cpu: CpuPool, *, delay: Sampler, cpu_per_packet: float,
                  cpu_per_byte: float, out=None, lookahead: bool = False, direction: str = "tx",
-                 name: str = "vif"):
+                 name: str = "vif", frees_skb: bool = True):
         if kind not in VIF_KINDS:
             raise ValueError(f"unknown VIF kind {kind!r}; use one of {', '.join(VIF_KINDS)}")
         self.env = env
@@ -102,6 +105,7 @@ class VifBackend:
         self.latency = VifLatency(env, delay, out, lookahead=lookahead, stage=f"vif.{direction}")
         self.dropped = 0
         self.packets = 0
+        self.frees_skb = frees_skb
 
     @property
     def out(self):
@@ -132,7 +136,7 @@ class VifBackend:
                 if pkt.owner is not None:
                     pkt.owner.tsq_free(pkt, now)
                 return
-        if pkt.owner is not None:             # the backend consumed the skb: the guest frees it
+        if pkt.owner is not None and self.frees_skb:   # the backend consumed the skb: the guest frees it
             pkt.owner.tsq_free(pkt, t)
         self.packets += 1
         # self.latency.put(pkt), inlined

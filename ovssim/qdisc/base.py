@@ -123,6 +123,8 @@ class Qdisc:
             st.qlen -= 1
             st.backlog -= pkt.size
         st.drops += 1
+        if pkt.owner is not None:       # kfree_skb: the destructor (tcp_wfree) ends the TSQ charge
+            pkt.owner.tsq_free(pkt, now)
         if self.on_drop is not None:
             self.on_drop(pkt, now, reason)
 

@@ -449,3 +449,62 @@ def test_iperf3_json_import_uses_the_collectors_parser(tmp_path):
     doc = json.loads((Path(__file__).parent / "samples" / "iperf3_tcp.json").read_text())
     assert thr == doc["end"]["sum_received"]["bits_per_second"]
     assert len(load_samples(out, "interval_throughput")) == len(doc["intervals"])
+
+
+THIN = """
+[campaign]
+name = "thin"
+duration = "8s"
+
+[[qdisc]]
+name = "noop"
+kind = "noop"
+via = "ovs"
+
+[[workload]]
+name = "ping"
+tool = "ping"
+count = 300
+interval = "10ms"
+
+[[workload]]
+name = "udp"
+tool = "iperf2"
+proto = "udp"
+rate = "1mbit"
+
+[[workload]]
+name = "tcp4"
+tool = "iperf3"
+streams = 4
+alongside = "ping"
+alongside_start = "1s"
+beside = ["udp"]
+
+[[matrix]]
+bridge = ["ovs"]
+qdisc = ["noop"]
+workload = ["tcp4"]
+"""
+
+
+def test_a_thin_udp_flow_runs_beside_the_probe_and_linux_noop_goes_through_ovs(tmp_path):
+    c = cp.load_campaign(write(tmp_path, THIN))
+    w = c.configs[0].workload
+    assert [b.name for b in w.beside] == ["udp"] and w.beside[0].rate == 1e6
+    assert c.configs[0].qdisc.kind == "noop"
+    from ovssim.collect.qos import OVS_QOS_TYPES
+    assert OVS_QOS_TYPES["noop"] == "linux-noop"
+    # the thin flow is part of the configuration's identity
+    plain = cp.load_campaign(write(tmp_path, THIN.replace('beside = ["udp"]', ""), "p.toml"))
+    assert plain.configs[0].config_id() != c.configs[0].config_id()
+
+
+@pytest.mark.parametrize("patch, match", [
+    (('beside = ["udp"]', 'beside = ["ping"]'), "thin UDP load"),
+    (('beside = ["udp"]', 'beside = ["nope"]'), "thin UDP load"),
+    (('alongside = "ping"\n', ""), "beside runs thin loads with the latency probe"),
+])
+def test_bad_beside_gives_one_clear_error(tmp_path, patch, match):
+    with pytest.raises(ConfigError, match=match):
+        cp.load_campaign(write(tmp_path, THIN.replace(*patch, 1)))

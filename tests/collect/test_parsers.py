@@ -194,3 +194,11 @@ def test_ping_send_times_from_timestamps():
     assert r.metrics["interval_mean"][0] == pytest.approx(0.04 / 3, abs=1e-6)
     assert r.info["first_send_epoch"] == pytest.approx(1700000000.05)
     assert "send_time" not in ping.parse(read("ping.txt")).samples     # no -D, no send times
+
+
+def test_iperf3_parallel_streams_give_each_flows_share_and_jain_fairness():
+    r = iperf3.parse(read("iperf3_tcp_p2.json"))
+    per = [s["receiver"]["bits_per_second"] for s in json.loads(read("iperf3_tcp_p2.json"))["end"]["streams"]]
+    assert r.samples["stream_throughput"][0] == per
+    assert r.metrics["fairness"][0] == pytest.approx(sum(per) ** 2 / (len(per) * sum(x * x for x in per)))
+    assert 0.5 <= r.metrics["fairness"][0] <= 1.0

@@ -3,6 +3,8 @@ as the committed validation/results.json (no UML needed: it reads data/uml)."""
 import json
 import math
 
+import numpy as np
+
 import pytest
 
 from ovssim import units
@@ -65,3 +67,31 @@ def test_hfsc_by_tc_and_iproute2_61s_hfsc_json(monkeypatch):
     monkeypatch.setattr(qos, "run", lambda *a, **k: type("R", (), {"returncode": 0, "stdout": printed})())
     got = qos.root_counters(qos.tc_stats([], "vif2"))
     assert got["qdisc_bytes"] == 1514 and got["qdisc_overlimits"] == 3
+
+
+def test_upcall_fit_recovers_known_slow_path_parameters():
+    """fit_upcall on first - second RTTs drawn from known (service, wake-up) parameters finds them again
+    (parameter recovery: the fit's own model, a different seed, 400 flushes)."""
+    rng = np.random.default_rng(7)
+    s, median, p = 0.15, 350e-6, 0.3
+    svc = median * np.exp(s * rng.standard_normal((2, 400)))
+    wake = np.where(rng.random((2, 400)) < p, rng.random((2, 400)) * uml.UML_TICK, 0.0)
+    second = np.full(400, 0.12)
+    first = second + (svc + wake).sum(axis=0) * 1e3
+    params, fit = uml.fit_upcall({"first_packet": {uml.UPCALL_FIT_ROWS: {"first_ms": list(first),
+                                                                         "second_ms": list(second)}}})
+    assert fit["success"]
+    assert units.time(params["ovs.upcall"]["scale"]) == pytest.approx(median, rel=0.08)
+    assert 1 - params["ovs.upcall_wakeup"]["probs"][1] == pytest.approx(p, abs=0.06)
+
+
+def test_thin_udp_flow_is_simulated_with_the_probe():
+    """The thin flow of the campaign (iperf2 UDP 1 Mbit/s, 1470 B, started with the probe) is in the
+    simulated scenario, from the probe's start to the end."""
+    camp = load_campaign(CAMPAIGN)
+    udp = camp.configs[0].workload.beside[0]
+    cfg = uml._config("pfifo_fast", 0.015, 0.8, udp=True)
+    sim = next(w for w in cfg.scenario["workload"] if w["name"] == "udp")
+    ping = next(w for w in cfg.scenario["workload"] if w["name"] == "ping")
+    assert units.rate(sim["b"]) == udp.rate and sim["l"] == udp.size
+    assert sim["start"] == ping["start"]

@@ -361,3 +361,23 @@ def test_softirq_rounds_squeeze_at_netdev_budget():
     assert 1800 // (300 + 63) <= busy.time_squeeze <= 1800 // 300
     quiet = run(10e-3, 40)
     assert quiet.frames == 1800 and quiet.time_squeeze == 0
+
+
+def test_a_charge_held_to_the_receiver_comes_back_through_drops_and_arrivals():
+    """veth_orphans = false: nothing frees a sent skb on the way (no VIF backend), so its TSQ charge ends
+    where Linux ends it -- the receiver's ip_rcv_core (Endpoint.put) or a qdisc's drop (kfree_skb).
+    A shaper with a 5-packet queue drops; the transfer completes and every charge comes back."""
+    from ovssim.tcp.connection import connect
+    from ovssim.path.endpoint import Endpoint
+    env = simpy.Environment()
+    a = Endpoint(env, "a", features=resolve("container-veth", {"tx-checksumming": False}), tsq=True)
+    b = Endpoint(env, "b", features=resolve("container-veth"))
+    fwd = EgressPort(env, 10e6, {"kind": "pfifo", "limit": 5}, b, lookahead=True, prop_delay=20e-6)
+    rev = EgressPort(env, 1e9, {"kind": "pfifo", "limit": 10**5}, a, lookahead=True, prop_delay=20e-6)
+    a.out, b.out = SoftwareGso(env, None, fwd), rev
+    c, s = connect(env, a, b, 5001)
+    c.write(2_000_000)
+    env.run(until=5.0)
+    assert fwd.qdisc.stats.drops > 0
+    assert s.receiver.bytes_received == 2_000_000
+    assert c.sender.wmem_queued == 0

@@ -60,3 +60,30 @@ def test_oversized_packet_is_dropped():
 def test_tc_like_errors(spec, msg):
     with pytest.raises(ConfigError, match=msg):
         make_qdisc({"kind": "tbf", **spec})
+
+
+@pytest.mark.parametrize("lookahead", [False, True])
+def test_a_late_watchdog_costs_a_one_frame_bucket_its_lateness_but_not_a_deep_one(lookahead):
+    """qdisc.watchdog_latency L: with a bucket of one frame every frame waits for the watchdog, so
+    frames leave every T + L (T = one frame at the rate); a 10-frame bucket refills during L and
+    the rate is kept."""
+    import simpy
+    from ovssim.path.port import EgressPort
+    from qdisc_testlib import Recorder
+    rate, lat = 10e6, 2e-3
+    frame = 1514 * 8 / rate
+
+    def gaps(burst):
+        env = simpy.Environment()
+        rec = Recorder(env)
+        port = EgressPort(env, rate_bps=None, qdisc=make_qdisc({"kind": "tbf", "rate": "10mbit", "burst": burst,
+                                                                 "limit": "1mb"}),
+                          out=rec, lookahead=lookahead)
+        port.watchdog_latency = lat
+        for k in range(300):
+            port.put(pkt(0, 1514, 0.0, seq=k))
+        env.run(until=2.0)
+        return np.diff([t for t, _ in rec.got])[50:]
+
+    assert np.allclose(gaps(1514), frame + lat, rtol=1e-6)
+    assert np.mean(gaps(10 * 1514)) == pytest.approx(frame, rel=0.01)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 
+from ...tcp.stats import jain_index
 from .base import Server, Target, ToolFailed, ToolResult, client
 
 PORT = 5201
@@ -45,6 +46,10 @@ def parse(text: str) -> ToolResult:
         r.add("bytes_received", recv.get("bytes"), "bytes")
         r.info["congestion_control"] = end.get("sender_tcp_congestion", "")
         r.add("tcp_mss", start.get("tcp_mss_default"), "bytes")
+        per = [st["receiver"]["bits_per_second"] for st in end.get("streams", []) if "receiver" in st]
+        if len(per) > 1:    # -P N: each flow's share and Jain's index over them
+            r.samples["stream_throughput"] = (per, "bit/s")
+            r.add("fairness", jain_index(per), "Jain index")
     cpu = end.get("cpu_utilization_percent", {})
     r.add("cpu_client", cpu.get("host_total", 0) / 100.0 if cpu else None, "ratio")
     r.add("cpu_server", cpu.get("remote_total", 0) / 100.0 if cpu else None, "ratio")
