@@ -1,0 +1,43 @@
+"""A schedulable thread: what a core's run queue holds.
+
+Kinds (``THREAD_KINDS``) name who the thread is, so run-queue delay can be
+reported per kind: application threads (iperf, netperf, ping), ``ksoftirqd``,
+backend threads (``vhost``, ``netback``), OVS threads (``ovs-handler``,
+``ovs-revalidator``, ``ovs-vswitchd`` -- the netdev datapath's main thread --,
+``pmd``), ``vcpu`` (a guest vCPU as the host sees it) and ``background`` (a
+CPU-bound load thread, ``busy``: always runnable).
+"""
+from __future__ import annotations
+
+THREAD_KINDS = ("app", "ksoftirqd", "vhost", "netback", "ovs-handler", "ovs-revalidator", "ovs-vswitchd",
+                "pmd", "vcpu", "background")
+
+
+class Thread:
+    """One thread: its kind, the cores it may run on (``taskset``; None = any), whether it never sleeps.
+
+    The pool sets ``core`` when the thread is placed and keeps its accounting
+    here: ``free`` (when its last work completes), ``ran`` (CPU seconds run),
+    ``waited`` / ``wakeups`` (run-queue delay: time from wake-up to running).
+    """
+
+    __slots__ = ("name", "kind", "affinity", "busy", "core", "free", "ran", "waited", "wakeups", "used")
+
+    def __init__(self, name: str, kind: str = "app", *, affinity=None, busy: bool = False):
+        if kind not in THREAD_KINDS:
+            raise ValueError(f"thread {name}: unknown kind {kind!r}; kinds are {', '.join(THREAD_KINDS)}")
+        self.name = name
+        self.kind = kind
+        self.affinity = None if affinity is None else tuple(sorted(set(affinity)))
+        if self.affinity == ():
+            raise ValueError(f"thread {name}: empty affinity; give at least one core (taskset -c LIST)")
+        self.busy = busy
+        self.core: int | None = None
+        self.free = 0.0
+        self.ran = 0.0
+        self.waited = 0.0
+        self.wakeups = 0
+        self.used = 0.0             # CPU run in its current slice (EEVDF: until its deadline)
+
+    def __repr__(self):
+        return f"Thread({self.name!r}, {self.kind!r}, core={self.core})"

@@ -1,0 +1,115 @@
+"""The CPU package: threads on cores, the fair scheduler at contention points, vCPUs on host threads."""
+import math
+
+import pytest
+import simpy
+from hypothesis import given, settings, strategies as st
+
+from ovssim.cpu import CpuPool, GuestCpus, Thread, base_slice
+from ovssim.cpu.defaults import MAX_SOFTIRQ_TIME
+
+
+def test_base_slice_is_fair_c_log_scaling():
+    # fair.c: 0.75 ms * (1 + ilog2(min(ncpus, 8)))
+    assert [base_slice(n) for n in (1, 2, 3, 4, 8, 64)] == pytest.approx(
+        [0.75e-3, 1.5e-3, 1.5e-3, 2.25e-3, 3e-3, 3e-3])
+
+
+jobs = st.lists(st.tuples(st.floats(0, 1e-3), st.floats(1e-7, 5e-5), st.integers(0, 3)), min_size=1, max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs)
+def test_threads_up_to_cores_equal_the_work_conserving_pool(items):
+    """One thread per core, nothing CPU-bound: run() gives serve()'s completion times exactly."""
+    env = simpy.Environment()
+    old, new = CpuPool(env, 4, "old"), CpuPool(env, 4, "new")
+    threads = [new.add_thread(Thread(f"t{k}", "app"), key=k) for k in range(4)]
+    assert [th.core for th in threads] == [0, 1, 2, 3]
+    for t, w, k in sorted(items):
+        assert new.run(threads[k], t, w) == old.serve(t, w, k)
+    assert new.busy == old.busy
+
+
+def test_cpu_bound_thread_sharing_a_core_gets_half_over_slices():
+    env = simpy.Environment()
+    pool = CpuPool(env, 1)
+    pool.add_background(1)
+    th = pool.add_thread(Thread("iperf", "app"))
+    t, work = 0.0, 20e-6
+    horizon = 40 * pool.slice
+    while t < horizon:
+        t = pool.run(th, t, work)          # always more to do: CPU-bound
+    share = th.ran / t
+    assert share == pytest.approx(0.5, rel=0.03)
+
+
+def test_alone_a_cpu_bound_thread_gets_the_whole_core():
+    env = simpy.Environment()
+    pool = CpuPool(env, 1)
+    th = pool.add_thread(Thread("iperf", "app"))
+    t = 0.0
+    while t < 0.05:
+        t = pool.run(th, t, 20e-6)
+    assert th.ran / t == pytest.approx(1.0)
+
+
+def test_affinity_is_obeyed_and_checked():
+    env = simpy.Environment()
+    pool = CpuPool(env, 4)
+    pinned = [pool.add_thread(Thread(f"p{i}", "vhost", affinity=[2])) for i in range(3)]
+    assert {th.core for th in pinned} == {2}
+    free = [pool.add_thread(Thread(f"f{i}", "app", affinity=[0, 1])) for i in range(4)]
+    assert sorted(th.core for th in free) == [0, 0, 1, 1]          # balanced within the mask
+    for th in pinned + free:
+        pool.run(th, 0.0, 1e-5)
+    assert pool.busy[3] == 0.0
+    with pytest.raises(ValueError, match="core"):
+        pool.add_thread(Thread("x", "app", affinity=[4]))
+
+
+@pytest.mark.parametrize("cores", [1, 4])
+def test_vcpu_preemption_delays_a_guest_packet_by_the_host_threads_slice(cores):
+    env = simpy.Environment()
+    host = CpuPool(env, cores, "host")
+    host.add_background(1, affinity=[0])              # a CPU-bound host thread on the vCPU's core
+    guest = GuestCpus(env, 1, "vm", host, pin=[[0]])
+    S = host.slice
+    work = 5e-6
+    t = 0.1 * S                                       # the host thread's slice began at 0
+    assert guest.serve(t, work) - t == pytest.approx(S - t + work)
+    assert host.run_queue_delay()["vcpu"][0] == pytest.approx(S - t)
+    # the same packet on a vCPU with a core to itself: no delay beyond its work
+    quiet = GuestCpus(env, 1, "vm2", CpuPool(env, cores, "host2"))
+    assert quiet.serve(t, work) - t == pytest.approx(work)
+
+
+def test_utilisation_sums_to_the_work_done():
+    env = simpy.Environment()
+    pool = CpuPool(env, 2, context_switch=1e-6)
+    a, b, c = (pool.add_thread(Thread(n, "app"), key=0) for n in "abc")   # three threads, two cores
+    total, t = 0.0, 0.0
+    for i in range(300):
+        th = (a, b, c)[i % 3]
+        w = 1e-6 * (1 + i % 7)
+        pool.run(th, t, w)
+        pool.serve(t, 2e-6, i)
+        total += w + 2e-6
+        t += 4e-6
+    switches = sum(pool.busy) - total
+    assert switches == pytest.approx(pool.context_switch * round(switches / pool.context_switch))
+    assert sum(th.ran for th in (a, b, c)) + 300 * 2e-6 == pytest.approx(sum(pool.busy))
+    duration = t + 1e-3
+    assert sum(pool.utilisation(duration)) * duration == pytest.approx(sum(pool.busy))
+
+
+def test_softirq_backlog_goes_to_ksoftirqd_behind_cpu_bound_threads():
+    env = simpy.Environment()
+    pool = CpuPool(env, 1, backlog_limit=None)
+    pool.add_background(1)
+    done = [pool.serve(0.0, 10e-6, 0) for _ in range(400)]        # 4 ms of softirq at once
+    k = math.ceil(MAX_SOFTIRQ_TIME / 10e-6)
+    # in irq context up to 2 ms of waiting, then ksoftirqd drains at half the core
+    assert done[k] - done[k - 1] == pytest.approx(20e-6)
+    assert done[k // 2] - done[k // 2 - 1] == pytest.approx(10e-6)
+    assert pool.deferred == 400 - k - 1 or pool.deferred == 400 - k
