@@ -40,6 +40,8 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
     "host": {
         "name": "Host name (referenced by bridges, VMs and NICs).",
         "cores": "CPU cores serving the host's packet-processing work, 1..1024 (default 1).",
+        "background_threads": "CPU-bound background threads on the host's cores (`stress -c N`), 0..4096 "
+                              "(default 0); they delay threads and ksoftirqd by the scheduler's slice.",
     },
     "bridge": {
         "name": "Bridge name; chain members are named `NAME-2`, `NAME-3`, ...",
@@ -56,6 +58,10 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "host": "The host it runs on.",
         "vif": "Virtual interface: `kvm-tap`, `xen-vif`, `xen-hvm-tap`, `container-veth` or `bare-metal`.",
         "vcpus": "Guest vCPUs (default 1).",
+        "vcpus_on_host": "Run the guest's vCPUs as threads on the host's cores (two-level scheduling: the "
+                         "guest's work competes with host threads; default false: a separate pool).",
+        "vcpu_pin": "Host cores each vCPU may run on (`virsh vcpupin`), a list per vCPU, e.g. `[[0], [1]]`; "
+                    "implies vcpus_on_host.",
         "bridge": "The bridge (or chain member) its VIF is attached to.",
         "vlan": "Access-port VLAN tag, 1..4094.",
         "trunks": "Trunk-port VLAN tags, a list of 1..4094.",

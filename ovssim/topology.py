@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from .path.cpu import CpuPool
+from .cpu import CpuPool, GuestCpus, conn_key
 from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
 from .path.endpoint import Endpoint
 from .path.features import resolve
@@ -22,6 +22,7 @@ from .path.nic import Nic
 from .path.port import EgressPort
 from .path.switch import PhysicalSwitch
 from .path.vif import INLINE_KINDS, VifBackend, VifLatency
+from .path.vcpu_wake import VcpuWake
 from .errors import ConfigError
 from .tcp.buffers import TcpSysctls
 from .packet import FlowKey, Packet
@@ -74,6 +75,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     backlog = profile.int("host.netdev_max_backlog")
     for h in d.get("host", []):
         topo.hosts[h["name"]] = CpuPool(env, h["cores"], h["name"], backlog_limit=backlog)
+        topo.hosts[h["name"]].add_background(h.get("background_threads", 0))
 
     # bridges and their chains
     chain_members: dict[str, list] = {}
@@ -157,8 +159,12 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     for v in d.get("vm", []):
         host_cpu = topo.hosts[v["host"]]
         kind = v["vif"]
-        guest = host_cpu if kind in ("container-veth", "bare-metal") else CpuPool(
-            env, v["vcpus"], f"{v['name']}.vcpu", backlog_limit=backlog)
+        if kind in ("container-veth", "bare-metal"):
+            guest = host_cpu              # shares the host's kernel: its work runs where its threads run
+        elif v.get("vcpus_on_host"):
+            guest = GuestCpus(env, v["vcpus"], f"{v['name']}.vcpu", host_cpu, pin=v.get("vcpu_pin"))
+        else:
+            guest = CpuPool(env, v["vcpus"], f"{v['name']}.vcpu", backlog_limit=backlog)
         topo.guest_cpus[v["name"]] = guest
         features = resolve(kind, v.get("features"))
         ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"), mtu=v["mtu"],
@@ -186,6 +192,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         stack = VifLatency(env, profile.sampler("host.stack_delay", rng(f"{v['name']}.stack")), ep,
                            lookahead=True, stage="stack")
         rx.out = stack
+        if isinstance(guest, GuestCpus):          # the guest takes the packet when its vCPU runs
+            stack.out = VcpuWake(env, guest, ep, key=lambda p: conn_key(p.flow), lookahead=True)
         port = EgressPort(env, None, v.get("qdisc", DEFAULT_VIF_QDISC), rx.latency, mtu=v["mtu"],
                           name=f"{v['name']}-vif", service=rx.service, lookahead=True)
         _qdisc_cost(port, host_cpu, profile)

@@ -113,3 +113,79 @@ def test_softirq_backlog_goes_to_ksoftirqd_behind_cpu_bound_threads():
     assert done[k] - done[k - 1] == pytest.approx(20e-6)
     assert done[k // 2] - done[k // 2 - 1] == pytest.approx(10e-6)
     assert pool.deferred == 400 - k - 1 or pool.deferred == 400 - k
+
+
+def _scenario(host_extra="", vm_extra=""):
+    from ovssim.scenario import from_dict
+    import tomllib
+    text = f"""
+[scenario]
+name = "t"
+duration = "0.1s"
+reps = 1
+[[host]]
+name = "h"
+cores = 2
+{host_extra}
+[[bridge]]
+name = "br"
+host = "h"
+[[vm]]
+name = "a"
+host = "h"
+bridge = "br"
+{vm_extra}
+[[vm]]
+name = "b"
+host = "h"
+bridge = "br"
+{vm_extra}
+[[workload]]
+name = "ping"
+tool = "ping"
+from = "a"
+to = "b"
+i = "10ms"
+"""
+    return from_dict(tomllib.loads(text))
+
+
+def _ping_rtt(sc):
+    from ovssim.profile import Profile
+    from ovssim.runner import run_replication
+    rows, _, _ = run_replication(sc, Profile.load(sc.profile), 0)
+    return {r["metric"]: r["value"] for r in rows}
+
+
+def test_background_load_delays_guests_on_host_vcpus_by_slices():
+    quiet = _ping_rtt(_scenario(vm_extra="vcpus_on_host = true"))
+    loaded = _ping_rtt(_scenario("background_threads = 2", "vcpus_on_host = true"))
+    separate = _ping_rtt(_scenario("background_threads = 2"))
+    slice_ms = base_slice(2) * 1e3
+    # each wake of a vCPU / vhost thread behind a CPU-bound thread waits up to its slice
+    assert loaded["rtt_mean"] - quiet["rtt_mean"] > slice_ms
+    assert 0 < loaded["runq_delay.h.vcpu"] <= slice_ms * 1e3
+    assert loaded["cpu_util.h"] == 100.0
+    # vCPUs in their own pool: only the vhost threads wait behind the load
+    assert quiet["rtt_mean"] + slice_ms < separate["rtt_mean"] < loaded["rtt_mean"]
+    # containers: all their work is softirq, which preempts CPU-bound threads
+    veth = 'vif = "container-veth"'
+    assert _ping_rtt(_scenario("background_threads = 2", veth))["rtt_mean"] == pytest.approx(
+        _ping_rtt(_scenario("", veth))["rtt_mean"])
+
+
+@pytest.mark.parametrize("extra,match", [
+    ("vcpu_pin = [[2]]", "vcpu_pin"),
+    ("vcpu_pin = [[0], [1]]", "vcpu_pin"),
+    ('vcpus_on_host = "yes"', "vcpus_on_host"),
+])
+def test_bad_vcpu_placement_is_one_clear_error(extra, match):
+    from ovssim.errors import ConfigError
+    with pytest.raises(ConfigError, match=match):
+        _scenario(vm_extra=extra)
+
+
+def test_bad_background_threads_is_one_clear_error():
+    from ovssim.errors import ConfigError
+    with pytest.raises(ConfigError, match="background_threads"):
+        _scenario("background_threads = -1")
