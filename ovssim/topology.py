@@ -75,7 +75,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     backlog = profile.int("host.netdev_max_backlog")
     for h in d.get("host", []):
         topo.hosts[h["name"]] = CpuPool(env, h["cores"], h["name"], backlog_limit=backlog)
-        topo.hosts[h["name"]].add_background(h.get("background_threads", 0))
+        if h.get("background_threads"):
+            topo.hosts[h["name"]].add_background(h["background_threads"])
 
     # bridges and their chains
     chain_members: dict[str, list] = {}
