@@ -215,6 +215,10 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         c = h.setdefault("cores", 1)
         if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 1024:
             raise _err(file, f"host.{n}.cores", f"cores must be 1..1024, got {c!r}", "write e.g. cores = 4")
+        if not isinstance(h.setdefault("schedule_threads", False), bool):
+            raise _err(file, f"host.{n}.schedule_threads",
+                       f"schedule_threads must be true or false, got {h['schedule_threads']!r}",
+                       "write schedule_threads = true")
         _conv(file, f"host.{n}.background_threads", lambda b: units.whole(b, "background_threads", 0, 4096),
               h.setdefault("background_threads", 0))
     switches = _names(_list(data, "switch", file), "switch", file)

@@ -40,6 +40,10 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
     "host": {
         "name": "Host name (referenced by bridges, VMs and NICs).",
         "cores": "CPU cores serving the host's packet-processing work, 1..1024 (default 1).",
+        "schedule_threads": "Model the tools' processes, vhost/netback and vCPUs as threads scheduled on the "
+                            "cores (EEVDF slices, context switches; `ovssim.cpu`). Default false (work-conserving "
+                            "pool, as the calibrated profiles were fitted); background load or vCPUs on the host "
+                            "turn it on.",
         "background_threads": "CPU-bound background threads on the host's cores (`stress -c N`), 0..4096 "
                               "(default 0); they delay threads and ksoftirqd by the scheduler's slice.",
     },

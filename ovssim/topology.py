@@ -75,8 +75,11 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     backlog = profile.int("host.netdev_max_backlog")
     for h in d.get("host", []):
         topo.hosts[h["name"]] = CpuPool(env, h["cores"], h["name"], backlog_limit=backlog)
+        pool = topo.hosts[h["name"]]
+        pool.schedule_threads = bool(h.get("schedule_threads") or h.get("background_threads") or any(
+            v.get("vcpus_on_host") for v in d.get("vm", []) if v["host"] == h["name"]))
         if h.get("background_threads"):
-            topo.hosts[h["name"]].add_background(h["background_threads"])
+            pool.add_background(h["background_threads"])
 
     # bridges and their chains
     chain_members: dict[str, list] = {}

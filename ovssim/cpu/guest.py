@@ -11,6 +11,7 @@ thread waits for that thread's slice (``RUN_TO_PARITY``, kernel/sched/fair.c).
 from __future__ import annotations
 
 from .pool import CpuPool
+from .scheduler import fair_run
 from .thread import Thread
 
 
@@ -25,6 +26,7 @@ class GuestCpus(CpuPool):
         self.vcpu_threads = [host.add_thread(Thread(f"{name}.vcpu{i}", "vcpu",
                                                     affinity=None if pin is None else pin[i]))
                              for i in range(vcpus)]
+        self.schedule_threads = host.schedule_threads
 
     def serve(self, t: float, work: float, key: int | None = None) -> float | None:
         """Run ``work`` of guest CPU arriving at ``t`` on a vCPU, and that vCPU on the host."""
@@ -43,4 +45,23 @@ class GuestCpus(CpuPool):
         free[v] = done
         self.busy[v] += work / self.speed
         self.jobs += 1
+        return done
+
+    def run(self, thread: Thread, t: float, work: float) -> float | None:
+        """A guest thread's work: scheduled on its vCPU by the guest kernel, then the vCPU on the host."""
+        v = thread.core
+        if not self.hogs[v] and len(self.on_core[v]) == 1:
+            return super().run(thread, t, work)           # serve() on the vCPU: host.run underneath
+        start, done, cpu = fair_run(self, thread, t, work / self.speed)
+        host_done = self.host.run(self.vcpu_threads[v], start, cpu)
+        if host_done is not None and host_done > start + cpu:
+            done += host_done - (start + cpu)              # the vCPU waited for the host's core
+            self.free[v] = max(self.free[v], host_done)
+        thread.waited += start - t
+        thread.wakeups += 1
+        thread.ran += cpu
+        thread.free = done
+        self.busy[v] += cpu
+        self.jobs += 1
+        self.last[v] = thread
         return done

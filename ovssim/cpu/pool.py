@@ -63,6 +63,9 @@ class CpuPool:
         self.hogs = [0] * cores           # CPU-bound (always runnable) threads per core
         self.last = [None] * cores        # the thread that ran last on each core
         self.contended = False            # some core holds a CPU-bound thread or two threads
+        # the tools' own processes and backend threads as schedulable threads (app_thread); off, they
+        # are keyed work, as the calibrated profiles were fitted with
+        self.schedule_threads = False
         self.deferred = 0                 # softirq work items run by ksoftirqd (behind threads)
 
     # --- softirq / keyed work -------------------------------------------------------------
@@ -93,10 +96,12 @@ class CpuPool:
                 return None
             insort(starts, start)
         span = work
-        if self.contended and start - t > MAX_SOFTIRQ_TIME and self.hogs[core]:
-            # over 2 ms of softirq backlog: ksoftirqd runs it, sharing the core with the CPU-bound threads
-            span = ksoftirqd_stretch(work, self.hogs[core])
-            self.deferred += 1
+        if self.contended and start - t > MAX_SOFTIRQ_TIME:
+            # over 2 ms of softirq backlog: ksoftirqd runs it, sharing the core with the runnable threads
+            n = self.hogs[core] + sum(1 for th in self.on_core[core] if not th.busy and th.free > t)
+            if n:
+                span = ksoftirqd_stretch(work, n)
+                self.deferred += 1
         done = start + span
         free[core] = done
         self.busy[core] += work
@@ -124,6 +129,12 @@ class CpuPool:
             self.hogs[core] += 1
         self.contended = any(self.hogs) or any(len(q) > 1 for q in self.on_core)
         return thread
+
+    def app_thread(self, name: str, key: int | None = None, kind: str = "app") -> Thread | None:
+        """A traffic tool's or backend's thread placed on this host (None unless ``schedule_threads``)."""
+        if not self.schedule_threads:
+            return None
+        return self.add_thread(Thread(name, kind), key=key)
 
     def add_background(self, n: int, affinity=None) -> list[Thread]:
         """``n`` CPU-bound background threads (``stress -c n``), spread over the allowed cores."""

@@ -43,7 +43,7 @@ import zlib
 from .. import units
 from ..distributions import Sampler
 from ..sched import call_at
-from .cpu import CpuPool, Thread, conn_key
+from .cpu import CpuPool, conn_key
 
 VIF_KINDS = ("kvm-tap", "xen-vif", "xen-hvm-tap", "container-veth", "bare-metal")
 #: kinds whose guest shares the host's kernel: no backend thread, softirq work in the sender's context
@@ -104,9 +104,8 @@ class VifBackend:
         # a host whose scenario schedules threads (background load, vCPUs on its cores): the backend
         # is a thread of its own, delayed by what shares its core (ovssim.cpu); else keyed work as before
         self.thread = None
-        if not self.inline and cpu is not None and getattr(cpu, "threads", None):
-            self.thread = cpu.add_thread(Thread(f"{name}.{direction}", BACKEND_THREAD_KIND.get(kind, "vhost")),
-                                         key=self.thread_key)
+        if not self.inline and cpu is not None and getattr(cpu, "schedule_threads", False):
+            self.thread = cpu.app_thread(f"{name}.{direction}", self.thread_key, BACKEND_THREAD_KIND.get(kind, "vhost"))
         self.latency = VifLatency(env, delay, out, lookahead=lookahead, stage=f"vif.{direction}")
         self.dropped = 0
         self.packets = 0

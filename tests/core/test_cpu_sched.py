@@ -189,3 +189,24 @@ def test_bad_background_threads_is_one_clear_error():
     from ovssim.errors import ConfigError
     with pytest.raises(ConfigError, match="background_threads"):
         _scenario("background_threads = -1")
+
+
+def _iperf(P: int, schedule: bool) -> float:
+    from ovssim.scenario import from_dict
+    from ovssim.profile import Profile
+    from ovssim.runner import run_replication
+    d = {"scenario": {"name": "p", "duration": "0.05s", "reps": 1},
+         "host": [{"name": "h", "cores": 2, "schedule_threads": schedule}],
+         "bridge": [{"name": "br", "host": "h"}],
+         "vm": [{"name": n, "host": "h", "vif": "container-veth", "bridge": "br"} for n in ("a", "b")],
+         "workload": [{"name": "iperf", "tool": "iperf", "proto": "tcp", "from": "a", "to": "b", "P": P}]}
+    sc = from_dict(d)
+    rows, _, _ = run_replication(sc, Profile.load(sc.profile), 0)
+    return next(r["value"] for r in rows if r["metric"] == "throughput")
+
+
+def test_more_tool_threads_than_cores_gain_less_when_threads_are_scheduled():
+    """Seed 003: more iperf threads than cores must not keep helping; scheduled threads pay for sharing."""
+    gain_sched = _iperf(8, True) / _iperf(2, True)
+    gain_pool = _iperf(8, False) / _iperf(2, False)
+    assert gain_sched < gain_pool
