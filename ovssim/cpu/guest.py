@@ -28,7 +28,7 @@ class GuestCpus(CpuPool):
                              for i in range(vcpus)]
         self.schedule_threads = host.schedule_threads
 
-    def serve(self, t: float, work: float, key: int | None = None) -> float | None:
+    def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None) -> float | None:
         """Run ``work`` of guest CPU arriving at ``t`` on a vCPU, and that vCPU on the host."""
         free = self.free
         if key is not None:

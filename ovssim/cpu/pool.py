@@ -69,8 +69,10 @@ class CpuPool:
         self.deferred = 0                 # softirq work items run by ksoftirqd (behind threads)
 
     # --- softirq / keyed work -------------------------------------------------------------
-    def serve(self, t: float, work: float, key: int | None = None) -> float | None:
-        """Run ``work`` seconds of CPU arriving at ``t``; return completion time, or None if refused."""
+    def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None) -> float | None:
+        """Run ``work`` seconds of CPU arriving at ``t``; return completion time, or None if refused.
+
+        ``thread``: the work is that thread's (from :meth:`run`), not softirq work."""
         if self.speed != 1.0:
             work = work / self.speed
         free = self.free
@@ -98,7 +100,8 @@ class CpuPool:
         span = work
         if self.contended and start - t > MAX_SOFTIRQ_TIME:
             # over 2 ms of softirq backlog: ksoftirqd runs it, sharing the core with the runnable threads
-            n = self.hogs[core] + sum(1 for th in self.on_core[core] if not th.busy and th.free > t)
+            n = self.hogs[core] + sum(1 for th in self.on_core[core]
+                                      if not th.busy and th is not thread and th.free > t)
             if n:
                 span = ksoftirqd_stretch(work, n)
                 self.deferred += 1
@@ -152,7 +155,7 @@ class CpuPool:
         if core is None:
             raise ValueError(f"{self.name}: thread {thread.name} was never placed (add_thread)")
         if not self.contended or (not self.hogs[core] and len(self.on_core[core]) == 1):
-            done = self.serve(t, work, core)
+            done = self.serve(t, work, core, thread)
             if done is None:          # refused, as serve refuses it (a full backlog)
                 return None
             start = done - work / self.speed
