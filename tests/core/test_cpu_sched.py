@@ -211,3 +211,33 @@ def test_more_tool_threads_than_cores_gain_less_when_threads_are_scheduled():
     gain_pool = _iperf(8, False) / _iperf(2, False)
     assert gain_sched < 1.0                       # 16 threads on 2 cores: no better than 4
     assert gain_sched < gain_pool
+
+
+ops = st.lists(st.tuples(st.floats(0, 5e-3), st.floats(1e-7, 3e-4), st.integers(0, 4), st.booleans()),
+               min_size=1, max_size=80)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops, st.integers(0, 2))
+def test_contended_cores_conserve_work_and_never_finish_early(items, hogs):
+    """With CPU-bound threads and shared cores: every job ends no earlier than t + work, a thread's jobs end
+    in order, and the cores' busy time is the work served plus whole context switches."""
+    env = simpy.Environment()
+    pool = CpuPool(env, 2, backlog_limit=None, context_switch=1e-6)
+    pool.add_background(hogs)
+    threads = [pool.add_thread(Thread(f"t{i}", "app")) for i in range(3)]
+    work_done = 0.0
+    last_done = {}
+    for t, w, who, as_softirq in sorted(items):
+        if as_softirq or who >= 3:
+            done = pool.serve(t, w, who)
+        else:
+            th = threads[who]
+            done = pool.run(th, t, w)
+            assert done >= last_done.get(who, 0.0)
+            last_done[who] = done
+        assert done >= t + w - 1e-12
+        work_done += w
+    extra = sum(pool.busy) - work_done
+    assert extra >= -1e-12
+    assert extra / pool.context_switch == pytest.approx(round(extra / pool.context_switch), abs=1e-6)
