@@ -92,6 +92,16 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                                  profile.time("ovs.idle_after"), rng(f"{host}.ovs.idle_stall"), host)
         return ovs_threads[host]
 
+    vswitchd: dict = {}
+
+    def _vswitchd_thread(host: str):
+        # netdev: ovs-vswitchd's one thread does every bridge's packets, on its key's core (as serve keys it)
+        if host not in vswitchd:
+            cpu, key = topo.hosts[host], zlib.crc32(f"{host}.ovs-vswitchd".encode())
+            vswitchd[host] = cpu.app_thread(f"{host}.ovs-vswitchd", key, "ovs-vswitchd",
+                                            affinity=[key % cpu.cores])
+        return vswitchd[host]
+
     for b in d.get("bridge", []):
         cpu = topo.hosts[b["host"]]
         members = []
@@ -115,7 +125,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  stall_state=_ovs_thread(b["host"]),
                                  # netdev: ovs-vswitchd's one polling thread does every packet's work
                                  thread_key=(zlib.crc32(f"{b['host']}.ovs-vswitchd".encode())
-                                             if b.get("datapath_type") == "netdev" else None))
+                                             if b.get("datapath_type") == "netdev" else None),
+                                 thread=(_vswitchd_thread(b["host"]) if b.get("datapath_type") == "netdev"
+                                         else None))
             else:
                 br = LinuxBridge(env, name, cpu, forward=profile.sampler("linux_bridge.forward",
                                                                          rng(f"{name}.forward")))

@@ -133,11 +133,11 @@ class CpuPool:
         self.contended = any(self.hogs) or any(len(q) > 1 for q in self.on_core)
         return thread
 
-    def app_thread(self, name: str, key: int | None = None, kind: str = "app") -> Thread | None:
+    def app_thread(self, name: str, key: int | None = None, kind: str = "app", affinity=None) -> Thread | None:
         """A traffic tool's or backend's thread placed on this host (None unless ``schedule_threads``)."""
         if not self.schedule_threads:
             return None
-        return self.add_thread(Thread(name, kind), key=key)
+        return self.add_thread(Thread(name, kind, affinity=affinity), key=key)
 
     def add_background(self, n: int, affinity=None) -> list[Thread]:
         """``n`` CPU-bound background threads (``stress -c n``), spread over the allowed cores."""

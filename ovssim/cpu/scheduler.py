@@ -33,6 +33,8 @@ def fair_run(pool, thread, t: float, work: float) -> tuple[float, float, float]:
     free_at = pool.free[core]
     start = t if t > free_at else free_at
     woke = t > thread.free           # it slept (no work left) before t: a wake-up, not a continued run
+    if not woke and thread.free > start:
+        start = thread.free              # its own earlier work first
     if woke and n > 0 and t >= free_at:
         # a CPU-bound thread holds the core; it keeps it to the end of its slice (RUN_TO_PARITY)
         k = math.ceil((t - free_at) / S)
@@ -43,9 +45,9 @@ def fair_run(pool, thread, t: float, work: float) -> tuple[float, float, float]:
     thread.used = used + work - crossings * S
     cpu = work + switch + crossings * pool.context_switch
     done = start + cpu + crossings * n * S
-    end_of_own = start + cpu
-    if end_of_own > free_at:
-        pool.free[core] = end_of_own      # softirq preempts threads: it waits only for their CPU time
+    # softirq preempts threads: the core's FIFO (which softirq work queues on) takes only this thread's CPU
+    # time, not its wait for other threads' slices
+    pool.free[core] = (t if t > free_at else free_at) + cpu
     return start, done, cpu
 
 
