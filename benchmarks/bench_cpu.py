@@ -38,7 +38,10 @@ def old_pool_class():
                          capture_output=True, text=True, check=True).stdout
     mod = types.ModuleType("ovssim_old_cpu")
     exec(compile(src, "old ovssim/path/cpu.py", "exec"), mod.__dict__)
-    mod.CpuPool.run_queue_delay = lambda self: {}      # the runner's report; the old pool had no threads
+    # the API today's callers ask of a pool, answered as a pool without threads does
+    mod.CpuPool.run_queue_delay = lambda self: {}
+    mod.CpuPool.app_thread = lambda self, *a, **k: None
+    mod.CpuPool.schedule_threads = False
     return mod.CpuPool
 
 
