@@ -47,21 +47,12 @@ class GuestCpus(CpuPool):
         self.jobs += 1
         return done
 
-    def run(self, thread: Thread, t: float, work: float) -> float | None:
-        """A guest thread's work: scheduled on its vCPU by the guest kernel, then the vCPU on the host."""
+    def _fair_run(self, thread: Thread, t: float, work: float) -> tuple[float, float, float]:
+        """A guest thread's work scheduled on its vCPU by the guest kernel, then the vCPU on the host."""
+        start, done, cpu = fair_run(self, thread, t, work)
         v = thread.core
-        if not self.hogs[v] and len(self.on_core[v]) == 1:
-            return super().run(thread, t, work)           # serve() on the vCPU: host.run underneath
-        start, done, cpu = fair_run(self, thread, t, work / self.speed)
         host_done = self.host.run(self.vcpu_threads[v], start, cpu)
         if host_done is not None and host_done > start + cpu:
             done += host_done - (start + cpu)              # the vCPU waited for the host's core
             self.free[v] = max(self.free[v], host_done)
-        thread.waited += start - t
-        thread.wakeups += 1
-        thread.ran += cpu
-        thread.free = done
-        self.busy[v] += cpu
-        self.jobs += 1
-        self.last[v] = thread
-        return done
+        return start, done, cpu

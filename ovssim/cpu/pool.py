@@ -163,7 +163,7 @@ class CpuPool:
         else:
             if self.speed != 1.0:
                 work = work / self.speed
-            start, done, cpu = fair_run(self, thread, t, work)
+            start, done, cpu = self._fair_run(thread, t, work)
             thread.waited += start - t
             self.jobs += 1
             self.busy[core] += cpu
@@ -173,6 +173,10 @@ class CpuPool:
         thread.free = done
         self.last[core] = thread
         return done
+
+    def _fair_run(self, thread: Thread, t: float, work: float) -> tuple[float, float, float]:
+        """(start, done, cpu) of a contended core's thread work (:func:`~ovssim.cpu.scheduler.fair_run`)."""
+        return fair_run(self, thread, t, work)
 
     # --- reports --------------------------------------------------------------------------
     def waiting(self, t: float) -> int:

@@ -241,3 +241,16 @@ def test_contended_cores_conserve_work_and_never_finish_early(items, hogs):
     extra = sum(pool.busy) - work_done
     assert extra >= -1e-12
     assert extra / pool.context_switch == pytest.approx(round(extra / pool.context_switch), abs=1e-6)
+
+
+def test_guest_threads_sharing_a_vcpu_also_wait_for_the_host():
+    """Two guest threads on one vCPU (contended in the guest) whose host core runs a CPU-bound thread."""
+    env = simpy.Environment()
+    host = CpuPool(env, 1, "host")
+    host.add_background(1)
+    guest = GuestCpus(env, 1, "vm", host)
+    a, b = guest.add_thread(Thread("a", "app")), guest.add_thread(Thread("b", "app"))
+    t = 0.1 * host.slice
+    done_a = guest.run(a, t, 5e-6)
+    assert done_a - t == pytest.approx(host.slice - t + 5e-6)      # first run on the vCPU: no switch
+    assert guest.run(b, done_a, 5e-6) >= done_a + 5e-6
