@@ -219,6 +219,15 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
             raise _err(file, f"host.{n}.schedule_threads",
                        f"schedule_threads must be true or false, got {h['schedule_threads']!r}",
                        "write schedule_threads = true")
+        if ("background_period" in h) != ("background_on" in h):
+            raise _err(file, f"host.{n}.background_period", "background_period and background_on go together",
+                       'write e.g. background_period = "200ms" background_on = "4ms"')
+        if "background_period" in h:
+            h["background_period"] = _conv(file, f"host.{n}.background_period", units.delay, h["background_period"])
+            h["background_on"] = _conv(file, f"host.{n}.background_on", units.delay, h["background_on"])
+            if not 0 < h["background_on"] <= h["background_period"]:
+                raise _err(file, f"host.{n}.background_on", "background_on must be > 0 and at most "
+                           "background_period", 'write e.g. background_period = "200ms" background_on = "4ms"')
         _conv(file, f"host.{n}.background_threads", lambda b: units.whole(b, "background_threads", 0, 4096),
               h.setdefault("background_threads", 0))
     switches = _names(_list(data, "switch", file), "switch", file)

@@ -46,6 +46,9 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
                             "turn it on.",
         "background_threads": "CPU-bound background threads on the host's cores (`stress -c N`), 0..4096 "
                               "(default 0); they delay threads and ksoftirqd by the scheduler's slice.",
+        "background_period": 'Bursty background load: each background thread is busy `background_on` in every '
+                             '`background_period`, e.g. `"200ms"` (default: always busy).',
+        "background_on": 'CPU-bound time per `background_period`, e.g. `"4ms"` (a dom0 / housekeeping burst).',
     },
     "bridge": {
         "name": "Bridge name; chain members are named `NAME-2`, `NAME-3`, ...",

@@ -79,7 +79,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         pool.schedule_threads = bool(h.get("schedule_threads") or h.get("background_threads") or any(
             v.get("vcpus_on_host") for v in d.get("vm", []) if v["host"] == h["name"]))
         if h.get("background_threads"):
-            pool.add_background(h["background_threads"])
+            pool.add_background(h["background_threads"], period=h.get("background_period"),
+                                on=h.get("background_on"))
 
     # bridges and their chains
     chain_members: dict[str, list] = {}

@@ -61,6 +61,7 @@ class CpuPool:
         self.threads: list[Thread] = []
         self.on_core: list[list[Thread]] = [[] for _ in range(cores)]
         self.hogs = [0] * cores           # CPU-bound (always runnable) threads per core
+        self.hog_threads: list[list[Thread]] = [[] for _ in range(cores)]
         self.last = [None] * cores        # the thread that ran last on each core
         self.contended = False            # some core holds a CPU-bound thread or two threads
         # the tools' own processes and backend threads as schedulable threads (app_thread); off, they
@@ -100,8 +101,8 @@ class CpuPool:
         span = work
         if self.contended and start - t > MAX_SOFTIRQ_TIME:
             # over 2 ms of softirq backlog: ksoftirqd runs it, sharing the core with the runnable threads
-            n = self.hogs[core] + sum(1 for th in self.on_core[core]
-                                      if not th.busy and th is not thread and th.free > t)
+            n = sum(1 for th in self.on_core[core] if th is not thread and
+                    (th.active_until(t) > t if th.busy else th.free > t))
             if n:
                 span = ksoftirqd_stretch(work, n)
                 self.deferred += 1
@@ -124,12 +125,14 @@ class CpuPool:
         if key is not None and key % self.cores in allowed and not self.on_core[key % self.cores]:
             core = key % self.cores
         else:
+            # a CPU-bound thread weighs twice (counted in hogs and in on_core): its load is a whole core
             core = min(allowed, key=lambda c: (self.hogs[c] + len(self.on_core[c]), c))
         thread.core = core
         self.threads.append(thread)
         self.on_core[core].append(thread)
         if thread.busy:
             self.hogs[core] += 1
+            self.hog_threads[core].append(thread)
         self.contended = any(self.hogs) or any(len(q) > 1 for q in self.on_core)
         return thread
 
@@ -139,9 +142,13 @@ class CpuPool:
             return None
         return self.add_thread(Thread(name, kind, affinity=affinity), key=key)
 
-    def add_background(self, n: int, affinity=None) -> list[Thread]:
-        """``n`` CPU-bound background threads (``stress -c n``), spread over the allowed cores."""
-        return [self.add_thread(Thread(f"{self.name}.load{i}", "background", affinity=affinity, busy=True))
+    def add_background(self, n: int, affinity=None, *, period: float | None = None,
+                       on: float | None = None) -> list[Thread]:
+        """``n`` CPU-bound background threads (``stress -c n``), spread over the allowed cores; with
+        ``period`` and ``on``, each runs ``on`` seconds in every ``period`` (phases spread evenly)."""
+        duty = (lambda i: None) if period is None else (lambda i: (period, on, i * period / n))
+        return [self.add_thread(Thread(f"{self.name}.load{i}", "background", affinity=affinity, busy=True,
+                                       duty=duty(i)))
                 for i in range(n)]
 
     def run(self, thread: Thread, t: float, work: float) -> float | None:
@@ -187,7 +194,11 @@ class CpuPool:
         """Busy fraction of each core over ``duration`` seconds (a core with a CPU-bound thread: 1)."""
         if duration <= 0:
             return [0.0] * self.cores
-        return [1.0 if h else min(1.0, b / duration) for b, h in zip(self.busy, self.hogs)]
+        out = []
+        for b, hogs in zip(self.busy, self.hog_threads):
+            bursts = sum(1.0 if h.duty is None else h.duty[1] / h.duty[0] for h in hogs)
+            out.append(min(1.0, b / duration + bursts))     # bursty load: its share of the idle time, approx.
+        return out
 
     def run_queue_delay(self) -> dict[str, tuple[float, int]]:
         """Per thread kind: (mean wait from wake-up to running, in seconds; wake-ups)."""

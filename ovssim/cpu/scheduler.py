@@ -29,16 +29,28 @@ def fair_run(pool, thread, t: float, work: float) -> tuple[float, float, float]:
     """``thread`` gets ``work`` seconds of CPU from ``t`` on its contended core: (start, done, cpu charged)."""
     core = thread.core
     S = pool.slice
-    n = pool.hogs[core] - (1 if thread.busy else 0)
     free_at = pool.free[core]
+    burst_end = 0.0                  # when the last CPU-bound thread running at t stops (bursty load)
+    anchor = free_at                 # CPU-bound threads run back-to-back slices from here
+    n = 0
+    for h in pool.hog_threads[core]:
+        if h is not thread:
+            end = h.active_until(t)
+            if end > t:
+                n += 1
+                burst_end = end if end > burst_end else burst_end
+                if h.duty is not None and end - h.duty[1] > anchor:
+                    anchor = end - h.duty[1]          # its burst began after the core's last work
     start = t if t > free_at else free_at
     woke = t > thread.free           # it slept (no work left) before t: a wake-up, not a continued run
     if not woke and thread.free > start:
         start = thread.free              # its own earlier work first
     if woke and n > 0 and t >= free_at:
         # a CPU-bound thread holds the core; it keeps it to the end of its slice (RUN_TO_PARITY)
-        k = math.ceil((t - free_at) / S)
-        start = free_at + k * S
+        k = math.ceil((t - anchor) / S)
+        start = anchor + k * S
+        if burst_end < start:
+            start = burst_end            # ... or to the end of its burst
     switch = pool.context_switch if pool.last[core] is not None and pool.last[core] is not thread else 0.0
     used = 0.0 if woke else thread.used
     crossings = int((used + work) // S) if n > 0 else 0

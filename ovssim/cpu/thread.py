@@ -21,9 +21,9 @@ class Thread:
     ``waited`` / ``wakeups`` (run-queue delay: time from wake-up to running).
     """
 
-    __slots__ = ("name", "kind", "affinity", "busy", "core", "free", "ran", "waited", "wakeups", "used")
+    __slots__ = ("name", "kind", "affinity", "busy", "duty", "core", "free", "ran", "waited", "wakeups", "used")
 
-    def __init__(self, name: str, kind: str = "app", *, affinity=None, busy: bool = False):
+    def __init__(self, name: str, kind: str = "app", *, affinity=None, busy: bool = False, duty=None):
         if kind not in THREAD_KINDS:
             raise ValueError(f"thread {name}: unknown kind {kind!r}; kinds are {', '.join(THREAD_KINDS)}")
         self.name = name
@@ -32,12 +32,25 @@ class Thread:
         if self.affinity == ():
             raise ValueError(f"thread {name}: empty affinity; give at least one core (taskset -c LIST)")
         self.busy = busy
+        # a CPU-bound thread that runs in bursts: (period, on, phase) -- busy for ``on`` seconds from
+        # ``phase`` in every ``period`` (a dom0 / housekeeping job); None: always busy
+        if duty is not None and not (busy and 0 < duty[1] <= duty[0]):
+            raise ValueError(f"thread {name}: duty needs busy=True and 0 < on <= period, got {duty!r}")
+        self.duty = duty
         self.core: int | None = None
         self.free = 0.0
         self.ran = 0.0
         self.waited = 0.0
         self.wakeups = 0
         self.used = 0.0             # CPU run in its current slice (EEVDF: until its deadline)
+
+    def active_until(self, t: float) -> float:
+        """When this CPU-bound thread's current burst ends (t itself if it is idle at t; inf: always busy)."""
+        if self.duty is None:
+            return float("inf")
+        period, on, phase = self.duty
+        k, into = divmod(t - phase, period)
+        return t - into + on if into < on else t
 
     def __repr__(self):
         return f"Thread({self.name!r}, {self.kind!r}, core={self.core})"

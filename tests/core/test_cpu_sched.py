@@ -254,3 +254,26 @@ def test_guest_threads_sharing_a_vcpu_also_wait_for_the_host():
     done_a = guest.run(a, t, 5e-6)
     assert done_a - t == pytest.approx(host.slice - t + 5e-6)      # first run on the vCPU: no switch
     assert guest.run(b, done_a, 5e-6) >= done_a + 5e-6
+
+
+def test_bursty_background_load_delays_only_wakeups_inside_its_bursts():
+    env = simpy.Environment()
+    pool = CpuPool(env, 1)
+    pool.add_background(1, period=0.1, on=0.01)          # 10 ms of CPU-bound work every 100 ms
+    th = pool.add_thread(Thread("vhost", "vhost"))
+    S = pool.slice
+    inside = 0.2 + 0.1 * S                               # a burst started at 0.2
+    assert pool.run(th, inside, 5e-6) - inside == pytest.approx(S - 0.1 * S + 5e-6)
+    outside = 0.25
+    assert pool.run(th, outside, 5e-6) - outside == pytest.approx(5e-6)
+    late = 0.3 + 0.01 - 1e-4                             # the burst ends before the slice would
+    assert pool.run(th, late, 5e-6) - late == pytest.approx(1e-4 + 5e-6)
+    assert pool.utilisation(1.0)[0] == pytest.approx(0.1 + th.ran, rel=1e-6)
+
+
+def test_bursty_background_keys_are_checked():
+    from ovssim.errors import ConfigError
+    with pytest.raises(ConfigError, match="background_period"):
+        _scenario('background_threads = 1\nbackground_period = "100ms"')
+    with pytest.raises(ConfigError, match="background_on"):
+        _scenario('background_threads = 1\nbackground_period = "10ms"\nbackground_on = "20ms"')
