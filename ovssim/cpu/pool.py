@@ -68,6 +68,7 @@ class CpuPool:
         # are keyed work, as the calibrated profiles were fitted with
         self.schedule_threads = False
         self.deferred = 0                 # softirq work items run by ksoftirqd (behind threads)
+        self.migrations = 0               # threads moved to an idle core at wake-up
 
     # --- softirq / keyed work -------------------------------------------------------------
     def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None) -> float | None:
@@ -161,6 +162,8 @@ class CpuPool:
         core = thread.core
         if core is None:
             raise ValueError(f"{self.name}: thread {thread.name} was never placed (add_thread)")
+        if self.contended and (thread.affinity is None or len(thread.affinity) > 1) and self._busy_at(core, t, thread):
+            core = self._wake_idle(thread, t)
         if not self.contended or (not self.hogs[core] and len(self.on_core[core]) == 1):
             done = self.serve(t, work, core, thread)
             if done is None:          # refused, as serve refuses it (a full backlog)
@@ -180,6 +183,26 @@ class CpuPool:
         thread.free = done
         self.last[core] = thread
         return done
+
+    def _busy_at(self, core: int, t: float, thread: Thread) -> bool:
+        """Whether another thread runs or waits on ``core`` at ``t`` (a burst, or work not yet done)."""
+        return any(th is not thread and (th.active_until(t) > t if th.busy else th.free > t)
+                   for th in self.on_core[core])
+
+    def _wake_idle(self, thread: Thread, t: float) -> int:
+        """Wake-up balancing (select_idle_sibling, kernel/sched/fair.c): a thread that wakes to a busy core
+        moves to an allowed core that is idle at ``t``, if there is one; returns its core."""
+        allowed = range(self.cores) if thread.affinity is None else thread.affinity
+        for c in allowed:
+            if c != thread.core and self.free[c] <= t and not self._busy_at(c, t, thread):
+                self.on_core[thread.core].remove(thread)
+                self.on_core[c].append(thread)
+                thread.core = c
+                thread.used = 0.0
+                self.migrations += 1
+                self.contended = any(self.hogs) or any(len(q) > 1 for q in self.on_core)
+                return c
+        return thread.core
 
     def _fair_run(self, thread: Thread, t: float, work: float) -> tuple[float, float, float]:
         """(start, done, cpu) of a contended core's thread work (:func:`~ovssim.cpu.scheduler.fair_run`)."""

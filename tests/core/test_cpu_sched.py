@@ -277,3 +277,17 @@ def test_bursty_background_keys_are_checked():
         _scenario('background_threads = 1\nbackground_period = "100ms"')
     with pytest.raises(ConfigError, match="background_on"):
         _scenario('background_threads = 1\nbackground_period = "10ms"\nbackground_on = "20ms"')
+
+
+def test_a_thread_waking_to_a_busy_core_moves_to_an_idle_one_unless_pinned():
+    env = simpy.Environment()
+    pool = CpuPool(env, 2)
+    free = pool.add_thread(Thread("vhost", "vhost"), key=0)
+    pinned = pool.add_thread(Thread("vcpu", "vcpu", affinity=[0]))
+    pool.add_background(1, affinity=[0])
+    assert free.core == 0 and pinned.core == 0
+    t = 0.1 * pool.slice
+    assert pool.run(free, t, 5e-6) == pytest.approx(t + 5e-6)          # core 1 was idle: it went there
+    assert free.core == 1 and pool.migrations == 1
+    assert pool.run(pinned, t, 5e-6) == pytest.approx(pool.slice + 5e-6)  # taskset: waits on core 0
+    assert pinned.core == 0
