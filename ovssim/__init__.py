@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "EgressPort": "path.port:EgressPort",
     "Nic": "path.nic:Nic",
     "PhysicalSwitch": "path.switch:PhysicalSwitch",
-    "CpuPool": "path.cpu:CpuPool",
+    "CpuPool": "cpu:CpuPool",
     "RandomLoss": "path.loss:RandomLoss",
     # qdiscs
     "Qdisc": "qdisc.base:Qdisc",

@@ -93,6 +93,17 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
         for core, u in enumerate(util):
             rows.append({"rep": rep, "workload": "system", "metric": f"cpu_util.{hname}.core{core}",
                          "unit": "%", "value": 100.0 * u})
+    host_pools = {id(c) for c in topo.hosts.values()}
+    for gname, guest in topo.guest_cpus.items():
+        if id(guest) in host_pools:
+            continue                          # a container / bare metal: its work is the host's
+        for v, u in enumerate(guest.utilisation(end)):
+            rows.append({"rep": rep, "workload": "system", "metric": f"cpu_util.{gname}.vcpu{v}",
+                         "unit": "%", "value": 100.0 * u})
+    for hname, cpu in topo.hosts.items():
+        for kind, (wait, _n) in cpu.run_queue_delay().items():
+            rows.append({"rep": rep, "workload": "system", "metric": f"runq_delay.{hname}.{kind}",
+                         "unit": "us", "value": 1e6 * wait})
     counters = topo.counters()
     for hname in topo.pmds:          # dpif-netdev/pmd-perf-show, and the AF_XDP rings' drops
         for k, v in counters[f"pmd:{hname}"].items():

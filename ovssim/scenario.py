@@ -216,6 +216,21 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         c = h.setdefault("cores", 1)
         if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 1024:
             raise _err(file, f"host.{n}.cores", f"cores must be 1..1024, got {c!r}", "write e.g. cores = 4")
+        if not isinstance(h.setdefault("schedule_threads", False), bool):
+            raise _err(file, f"host.{n}.schedule_threads",
+                       f"schedule_threads must be true or false, got {h['schedule_threads']!r}",
+                       "write schedule_threads = true")
+        if ("background_period" in h) != ("background_on" in h):
+            raise _err(file, f"host.{n}.background_period", "background_period and background_on go together",
+                       'write e.g. background_period = "200ms" background_on = "4ms"')
+        if "background_period" in h:
+            h["background_period"] = _conv(file, f"host.{n}.background_period", units.delay, h["background_period"])
+            h["background_on"] = _conv(file, f"host.{n}.background_on", units.delay, h["background_on"])
+            if not 0 < h["background_on"] <= h["background_period"]:
+                raise _err(file, f"host.{n}.background_on", "background_on must be > 0 and at most "
+                           "background_period", 'write e.g. background_period = "200ms" background_on = "4ms"')
+        _conv(file, f"host.{n}.background_threads", lambda b: units.whole(b, "background_threads", 0, 4096),
+              h.setdefault("background_threads", 0))
     switches = _names(_list(data, "switch", file), "switch", file)
     for n, s in switches.items():
         s["latency"] = _conv(file, f"switch.{n}.latency", units.delay, s.get("latency", "3us"))
@@ -283,6 +298,7 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         if _ref(kind) not in VIF_KINDS:
             raise _err(file, f"vm.{n}.vif", f"unknown VIF kind {kind!r}", f"use one of: {', '.join(VIF_KINDS)}")
         _conv(file, f"vm.{n}.vcpus", lambda c: units.whole(c, "vcpus", 1, 1024), v.setdefault("vcpus", 1))
+        _vcpu_placement_check(file, n, v, hosts[v["host"]]["cores"])
         br = v.get("bridge")
         if _ref(br) not in members:
             raise _err(file, f"vm.{n}.bridge", f"vm {n!r} attaches to unknown bridge {br!r}",
@@ -382,6 +398,26 @@ def _check_elements(file, data: dict) -> None:
 def _ref(value):
     """``value`` when it can name an element (a string), else None: a list or table names nothing."""
     return value if isinstance(value, str) else None
+
+
+def _vcpu_placement_check(file, n: str, v: dict, cores: int) -> None:
+    """``vcpus_on_host`` (a bool) and ``vcpu_pin`` (one list of host cores per vCPU)."""
+    on = v.setdefault("vcpus_on_host", "vcpu_pin" in v)
+    if not isinstance(on, bool):
+        raise _err(file, f"vm.{n}.vcpus_on_host", f"vcpus_on_host must be true or false, got {on!r}",
+                   "write vcpus_on_host = true")
+    pin = v.get("vcpu_pin")
+    if pin is None:
+        return
+    if not on:
+        raise _err(file, f"vm.{n}.vcpu_pin", "vcpu_pin needs the vCPUs on the host's cores",
+                   "drop vcpus_on_host = false (vcpu_pin implies it)")
+    ok = (isinstance(pin, list) and len(pin) == v["vcpus"]
+          and all(isinstance(p, list) and p and all(isinstance(c, int) and not isinstance(c, bool)
+                                                    and 0 <= c < cores for c in p) for p in pin))
+    if not ok:
+        raise _err(file, f"vm.{n}.vcpu_pin", f"vcpu_pin must list, for each of the {v['vcpus']} vCPUs, host cores "
+                   f"0..{cores - 1}; got {pin!r}", "write e.g. vcpu_pin = [[0], [1]] for 2 vCPUs")
 
 
 def _vlan_check(file, key, item) -> None:

@@ -40,6 +40,15 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
     "host": {
         "name": "Host name (referenced by bridges, VMs and NICs).",
         "cores": "CPU cores serving the host's packet-processing work, 1..1024 (default 1).",
+        "schedule_threads": "Model the tools' processes, vhost/netback and vCPUs as threads scheduled on the "
+                            "cores (EEVDF slices, context switches; `ovssim.cpu`). Default false (work-conserving "
+                            "pool, as the calibrated profiles were fitted); background load or vCPUs on the host "
+                            "turn it on.",
+        "background_threads": "CPU-bound background threads on the host's cores (`stress -c N`), 0..4096 "
+                              "(default 0); they delay threads and ksoftirqd by the scheduler's slice.",
+        "background_period": 'Bursty background load: each background thread is busy `background_on` in every '
+                             '`background_period`, e.g. `"200ms"` (default: always busy).',
+        "background_on": 'CPU-bound time per `background_period`, e.g. `"4ms"` (a dom0 / housekeeping burst).',
     },
     "bridge": {
         "name": "Bridge name; chain members are named `NAME-2`, `NAME-3`, ...",
@@ -59,6 +68,10 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "host": "The host it runs on.",
         "vif": "Virtual interface: `kvm-tap`, `xen-vif`, `xen-hvm-tap`, `container-veth` or `bare-metal`.",
         "vcpus": "Guest vCPUs (default 1).",
+        "vcpus_on_host": "Run the guest's vCPUs as threads on the host's cores (two-level scheduling: the "
+                         "guest's work competes with host threads; default false: a separate pool).",
+        "vcpu_pin": "Host cores each vCPU may run on (`virsh vcpupin`), a list per vCPU, e.g. `[[0], [1]]`; "
+                    "implies vcpus_on_host.",
         "bridge": "The bridge (or chain member) its VIF is attached to.",
         "vlan": "Access-port VLAN tag, 1..4094.",
         "trunks": "Trunk-port VLAN tags, a list of 1..4094.",

@@ -11,9 +11,9 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from .path.afxdp import AfxdpPort, PmdThread
+from .cpu import CpuPool, GuestCpus, conn_key
 from .distributions import Sampler
-from .path.cpu import CpuPool
+from .path.afxdp import AfxdpPort, PmdThread
 from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
 from .path.endpoint import Endpoint
 from .path.features import resolve
@@ -24,6 +24,7 @@ from .path.nic import Nic
 from .path.port import EgressPort
 from .path.switch import PhysicalSwitch
 from .path.vif import INLINE_KINDS, VifBackend, VifLatency
+from .path.vcpu_wake import VcpuWake
 from .errors import ConfigError
 from .tcp.buffers import TcpSysctls
 from .packet import FlowKey, Packet
@@ -85,6 +86,12 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     for h in d.get("host", []):
         pmd = h["name"] in pmd_hosts
         topo.hosts[h["name"]] = CpuPool(env, h["cores"] - pmd, h["name"], backlog_limit=backlog)
+        pool = topo.hosts[h["name"]]
+        pool.schedule_threads = bool(h.get("schedule_threads") or h.get("background_threads") or any(
+            v.get("vcpus_on_host") for v in d.get("vm", []) if v["host"] == h["name"]))
+        if h.get("background_threads"):
+            pool.add_background(h["background_threads"], period=h.get("background_period"),
+                                on=h.get("background_on"))
         if pmd:
             topo.pmds[h["name"]] = PmdThread(
                 env, core=h["cores"] - 1, per_batch=profile.time("ovs.afxdp.per_batch"),
@@ -104,6 +111,16 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                                  idle_wake=profile.time("ovs.idle_wake"),
                                                  busy_share=profile.busy_share())
         return ovs_threads[host]
+
+    vswitchd: dict = {}
+
+    def _vswitchd_thread(host: str):
+        # netdev: ovs-vswitchd's one thread does every bridge's packets, on its key's core (as serve keys it)
+        if host not in vswitchd:
+            cpu, key = topo.hosts[host], zlib.crc32(f"{host}.ovs-vswitchd".encode())
+            vswitchd[host] = cpu.app_thread(f"{host}.ovs-vswitchd", key, "ovs-vswitchd",
+                                            affinity=[key % cpu.cores])
+        return vswitchd[host]
 
     for b in d.get("bridge", []):
         afxdp = b.get("port_type") == "afxdp"
@@ -134,7 +151,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  stall_state=None if afxdp else _ovs_thread(b["host"]),
                                  # netdev: ovs-vswitchd's one polling thread does every packet's work
                                  thread_key=(zlib.crc32(f"{b['host']}.ovs-vswitchd".encode())
-                                             if b.get("datapath_type") == "netdev" and not afxdp else None))
+                                             if b.get("datapath_type") == "netdev" and not afxdp else None),
+                                 thread=(_vswitchd_thread(b["host"])
+                                         if b.get("datapath_type") == "netdev" and not afxdp else None))
                 if afxdp:
                     afxdp_members.add(name)
             else:
@@ -184,8 +203,12 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     for v in d.get("vm", []):
         host_cpu = topo.hosts[v["host"]]
         kind = v["vif"]
-        guest = host_cpu if kind in ("container-veth", "bare-metal") else CpuPool(
-            env, v["vcpus"], f"{v['name']}.vcpu", backlog_limit=backlog)
+        if kind in ("container-veth", "bare-metal"):
+            guest = host_cpu              # shares the host's kernel: its work runs where its threads run
+        elif v.get("vcpus_on_host"):
+            guest = GuestCpus(env, v["vcpus"], f"{v['name']}.vcpu", host_cpu, pin=v.get("vcpu_pin"))
+        else:
+            guest = CpuPool(env, v["vcpus"], f"{v['name']}.vcpu", backlog_limit=backlog)
         topo.guest_cpus[v["name"]] = guest
         features = resolve(kind, v.get("features"))
         ep = Endpoint(env, v["name"], cpu=guest, vlan=v.get("vlan"), mtu=v["mtu"],
@@ -213,6 +236,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         stack = VifLatency(env, profile.sampler("host.stack_delay", rng(f"{v['name']}.stack")), ep,
                            lookahead=True, stage="stack")
         rx.out = stack
+        if isinstance(guest, GuestCpus):          # the guest takes the packet when its vCPU runs
+            stack.out = VcpuWake(env, guest, ep, key=lambda p: conn_key(p.flow), lookahead=True)
         if br.name in afxdp_members:
             _afxdp_vif(env, topo, sc, v, br, tx, rx, profile)
         else:

@@ -68,6 +68,7 @@ class WorkloadSpec:
     alongside_start: float = 0.5     # seconds after this one starts (past slow start)
     beside: tuple = field(default=(), repr=False)   # thin loads (UDP) run with the probe, e.g. ("udp",)
     tos: int = field(default=0, repr=False)   # ping -Q: the probe's IP TOS byte (0x10 lowdelay -> band 0)
+    cpus: str | None = field(default=None, repr=False)   # taskset -c LIST for client and server (iperf2 TCP)
 
     @classmethod
     def from_dict(cls, d: dict, *, file=None) -> "WorkloadSpec":
@@ -116,6 +117,8 @@ class WorkloadSpec:
             raise ConfigError(f"congestion control {v!r} is not a name", **where)
         if k == "test" and not (isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9_,]*", v)):
             raise ConfigError(f"test {v!r} is not a test name (or comma-separated names)", **where)
+        if k == "cpus" and v is not None and not (isinstance(v, str) and re.fullmatch(r"\d+([-,]\d+)*", v)):
+            raise ConfigError(f"cpus must be a taskset -c list such as \"0\" or \"0-1\", not {v!r}", **where)
         if k == "alongside" and not isinstance(v, str):
             raise ConfigError(f"alongside names a workload, not {v!r}", **where)
         if k == "beside":
@@ -136,9 +139,9 @@ class WorkloadSpec:
     def check(self, *, file=None, key=None) -> "WorkloadSpec":
         """Rules between settings (after matrix overrides too)."""
         key = key or f"workload.{self.name}"
-        if self.tool == "iperf2" and self.proto != "udp":
-            raise ConfigError("the iperf2 runner measures UDP jitter/loss only", file=file, key=key,
-                              fix='set proto = "udp" or use tool = "iperf3"')
+        if self.cpus and not (self.tool == "iperf2" and self.proto == "tcp"):
+            raise ConfigError("cpus (taskset) is an iperf2 TCP setting", file=file, key=key,
+                              fix='use tool = "iperf2", proto = "tcp" or drop cpus')
         if self.tool == "ping" and self.count * self.interval > bounds.DURATION[1]:
             raise ConfigError(f"{self.count} pings every {self.interval:g} s last longer than a day",
                               file=file, key=key, fix="lower count or interval")
@@ -165,12 +168,12 @@ class RunConfig:
                 "vm_tx_offload": t.vm_tx_offload,
                 "qdisc": q.name, "qdisc_kind": q.kind, "qdisc_rate": q.rate,
                 "qdisc_via": q.via, "workload": w.name, "tool": w.tool, "proto": w.proto,
-                "size": w.size, "rate": w.rate, "streams": w.streams}
+                "size": w.size, "rate": w.rate, "streams": w.streams, "cpus": w.cpus}
 
     def config_id(self) -> str:
         w = self.workload
         # settings added later stay out of the repr, so earlier campaigns keep their ids
-        extra = {k: v for k, v in (("leaf", self.qdisc.leaf), ("tos", w.tos),
+        extra = {k: v for k, v in (("leaf", self.qdisc.leaf), ("tos", w.tos), ("cpus", w.cpus),
                                    ("probe_tos", getattr(w.alongside, "tos", 0)),
                                    ("beside", [repr(b) for b in w.beside])) if v}
         blob = json.dumps([repr(self.testbed.key()), repr(self.qdisc), repr(w)] + ([extra] if extra else []))
@@ -342,7 +345,7 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
     for mi, m in enumerate(matrices):
         mkey = f"matrix[{mi}]"
         allowed_m = {"bridge", "chain", "link", "qdisc", "workload", "size", "rate", "streams",
-                     "cc", "vm_tx_offload", "datapath", "vif_type"}
+                     "cc", "cpus", "vm_tx_offload", "datapath", "vif_type"}
         if set(m) - allowed_m:
             raise ConfigError(f"unknown matrix axis {sorted(set(m) - allowed_m)}", file=f, key=mkey,
                               fix=f"axes: {sorted(allowed_m)}")
@@ -374,6 +377,7 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
             "rate": _list(m.get("rate", [None])),
             "streams": _list(m.get("streams", [None])),
             "cc": _list(m.get("cc", [None])),
+            "cpus": _list(m.get("cpus", [None])),
         }
         for combo in itertools.product(*axes.values()):
             a = dict(zip(axes, combo))
@@ -396,10 +400,11 @@ def load_campaign(path: str | Path, overrides: dict | None = None) -> Campaign:
                 q = QdiscSpec(**{**q.__dict__, "via": "tc"})
             w = workloads[a["workload"]]
             over = {k: WorkloadSpec._convert(k, a[k], {**w.__dict__, k: a[k]}, file=f, key=f"{mkey}.{k}")
-                    for k in ("size", "rate", "streams", "cc") if a[k] is not None}
+                    for k in ("size", "rate", "streams", "cc", "cpus") if a[k] is not None}
             if over:
                 w = WorkloadSpec(**{**w.__dict__, **over, "name": w.name + "".join(
-                    f"-{k}{v:g}" if isinstance(v, float) else f"-{k}{v}" for k, v in over.items())})
+                    f"-{k}{v:g}" if isinstance(v, float) else f"-{k}{v}".replace(",", "_")
+                    for k, v in over.items())})
                 w.check(file=f, key=mkey)
             rc = RunConfig(tb, q, w)
             configs.setdefault(rc.config_id(), rc)
@@ -788,6 +793,8 @@ class CampaignRunner:
         if w.tool == "iperf3":
             return iperf3.run(target, duration=duration, proto=w.proto, streams=w.streams,
                               cc=w.cc, size=w.size, rate=w.rate)
+        if w.tool == "iperf2" and w.proto == "tcp":
+            return iperf2.run_tcp(target, duration=duration, streams=w.streams, cpus=w.cpus)
         if w.tool == "iperf2":
             return iperf2.run(target, duration=duration, rate=w.rate or 1e6, size=w.size or 1470)
         if w.tool == "qperf":

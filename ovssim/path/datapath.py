@@ -141,11 +141,14 @@ class OvsDatapath(Bridge):
                  lookahead: bool = True, sndbuf: int = 0, rcvbuf: int = 0,
                  idle_stall_prob: float = 0.0, idle_stall: float = 0.004, idle_after: float = 0.004,
                  stall_rng=None, stall_state: list | None = None, thread_key: int | None = None,
-                 idle_wake: float = 0.0, busy_share: float = 1.0, upcall_wakeup: Sampler | None = None):
+                 idle_wake: float = 0.0, busy_share: float = 1.0, upcall_wakeup: Sampler | None = None,
+                 thread=None):
         super().__init__(env, name, lookahead=lookahead)
         # None: the kernel datapath (each flow's work on its own core); else the core key of the
         # userspace datapath's thread, which does the work of every flow
         self.thread_key = thread_key
+        # that thread as a schedulable ovssim.cpu.Thread (a host that schedules threads), on core thread_key % cores
+        self.thread = thread
         if handlers < 1 or upcall_queue < 1 or flow_limit < 1 or masks < 1:
             raise ValueError(f"{name}: handlers, upcall_queue, flow_limit and masks must be >= 1")
         self.cpu = cpu
@@ -230,7 +233,8 @@ class OvsDatapath(Bridge):
                 self._mru = entry
             if entry[2] is not None:
                 pkt.queue_id = entry[2]
-            done = self.cpu.serve(t, next(self._hit_it) + mask_cost, entry[3])
+            done = (self.cpu.serve(t, next(self._hit_it) + mask_cost, entry[3]) if self.thread is None else
+                    self.cpu.run(self.thread, t, next(self._hit_it) + mask_cost))
             if done is None:
                 self.cpu_drops += 1
                 if afp is not None:
@@ -269,7 +273,9 @@ class OvsDatapath(Bridge):
         # -- miss: upcall to ovs-vswitchd -------------------------------------------
         self.missed += 1
         fkey = self._core_key(pkt.flow)
-        t_miss = self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost, fkey)
+        t_miss = (self.cpu.serve(t, self.stats_s.next() + self.lookup_s.next() + mask_cost, fkey)
+                  if self.thread is None else
+                  self.cpu.run(self.thread, t, self.stats_s.next() + self.lookup_s.next() + mask_cost))
         if t_miss is None:
             self.cpu_drops += 1
             if afp is not None:

@@ -51,6 +51,8 @@ from .cpu import CpuPool, conn_key
 VIF_KINDS = ("kvm-tap", "xen-vif", "xen-hvm-tap", "container-veth", "bare-metal")
 #: kinds whose guest shares the host's kernel: no backend thread, softirq work in the sender's context
 INLINE_KINDS = ("container-veth", "bare-metal")
+# the host thread that does a VIF kind's backend work: vhost-net for a tap, netback (or qemu-dm's) for Xen
+BACKEND_THREAD_KIND = {"kvm-tap": "vhost", "xen-vif": "netback", "xen-hvm-tap": "netback"}
 
 
 class VifLatency:
@@ -102,6 +104,11 @@ class VifBackend:
         self.thread_key = zlib.crc32(f"{name}.{direction}".encode())
         # no backend thread (a veth): the work runs in the sender's softirq, on its connection's core
         self.inline = kind in INLINE_KINDS
+        # a host whose scenario schedules threads (background load, vCPUs on its cores): the backend
+        # is a thread of its own, delayed by what shares its core (ovssim.cpu); else keyed work as before
+        self.thread = None
+        if not self.inline and cpu is not None and getattr(cpu, "schedule_threads", False):
+            self.thread = cpu.app_thread(f"{name}.{direction}", self.thread_key, BACKEND_THREAD_KIND.get(kind, "vhost"))
         self.latency = VifLatency(env, delay, out, lookahead=lookahead, stage=f"vif.{direction}")
         self.dropped = 0
         self.packets = 0
@@ -120,6 +127,8 @@ class VifBackend:
         work = self.cpu_per_packet + self.cpu_per_byte * pkt.size
         if work <= 0.0:
             return now
+        if self.thread is not None:
+            return self.cpu.run(self.thread, now, work)
         return self.cpu.serve(now, work, conn_key(pkt.flow) if self.inline else self.thread_key)
 
     def put(self, pkt) -> None:
@@ -130,7 +139,8 @@ class VifBackend:
         # service(pkt, t), inlined
         work = self.cpu_per_packet + self.cpu_per_byte * pkt.size
         if not work <= 0.0:
-            t = self.cpu.serve(t, work, conn_key(pkt.flow) if self.inline else self.thread_key)
+            t = (self.cpu.run(self.thread, t, work) if self.thread is not None else
+                 self.cpu.serve(t, work, conn_key(pkt.flow) if self.inline else self.thread_key))
             if t is None:
                 self.dropped += 1
                 if pkt.owner is not None:

@@ -49,6 +49,7 @@ class TcpReceiver:
         # the reading application's recv() copies run where the scheduler puts the process: the core
         # that is free first (not pinned -- the softirq work that queued the data is on the connection's)
         self.cpu_key = None
+        self.app_thread = cpu.app_thread("tcp-recv") if cpu is not None else None
         self.ack_size = tcp_frame_size(0, timestamps)
         self.rcv_nxt = 0
         self.rcv_wup = 0            # rcv_nxt when the last ACK was sent
@@ -109,7 +110,11 @@ class TcpReceiver:
         end = seq + pkt.payload
         self.segs_in += 1
         if (self.app_cost or self.byte_cost) and self.cpu is not None:
-            self.cpu.serve(now, self.app_cost + self.byte_cost * pkt.payload, self.cpu_key)
+            cost = self.app_cost + self.byte_cost * pkt.payload
+            if self.app_thread is None:
+                self.cpu.serve(now, cost, self.cpu_key)
+            else:
+                self.cpu.run(self.app_thread, now, cost)
         if seq <= self.last_ack_sent < end:
             self.ts_recent = pkt.ts_val
         rcv_nxt = self.rcv_nxt

@@ -126,6 +126,8 @@ class TcpSender:
         self.cpu = cpu
         # the sending task's core: its connection's, where the softirq work of its segments runs too
         self.cpu_key = conn_key(sock.flow)
+        # on a host that schedules threads, the sending process is one (ovssim.cpu), first on that core
+        self.app_thread = cpu.app_thread("tcp-send", self.cpu_key) if cpu is not None else None
         # run to completion (an inline_tx endpoint): the flow's core, as (its pool's free times, index)
         self._rtc = ((cpu.free, self.cpu_key % cpu.cores)
                      if cpu is not None and getattr(sock.endpoint, "inline_tx", False) else None)
@@ -545,7 +547,8 @@ class TcpSender:
             cost = self.app_cost + self.call_cost * n / self.write_size + self.byte_cost * n
             t = None
             if self.cpu is not None:
-                t = self.cpu.serve(now, cost, self.cpu_key)
+                t = (self.cpu.serve(now, cost, self.cpu_key) if self.app_thread is None else
+                     self.cpu.run(self.app_thread, now, cost))
             pkt.t = t if t is not None else now + cost
         if rcv.ack_pending or rcv_nxt != rcv.last_ack_sent:
             rcv.ack_piggybacked()

@@ -23,7 +23,9 @@ from .simulate import Config, Runner
 
 def _config(chain: int, link: str, threads: int) -> Config:
     base = load_scenario_dict("chained_bridges_desktop.toml")
-    edits = {"bridge.br": {"chain": chain, "link": link}}
+    # the post's claims about threads vs cores need the tools' threads scheduled on the 4 cores (ovssim.cpu);
+    # with one thread per namespace nothing contends and results equal the work-conserving pool's
+    edits = {"bridge.br": {"chain": chain, "link": link}, "host.desktop": {"schedule_threads": True}}
     if chain > 1:
         edits["vm.ns2"] = {"bridge": f"br-{chain}"}
     wl = [{**base["workload"][0], "P": threads}]
@@ -80,7 +82,8 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
                              for (s, yy, sg) in res.fitted.values()]})
         doc["profile"]["base"] = "default"
         write_profile(path, doc)
-    cases = [(1, "patch", 1), (2, "patch", 1), (4, "patch", 1), (2, "veth", 1), (1, "patch", 4), (2, "veth", 4)]
+    cases = [(1, "patch", 1), (2, "patch", 1), (4, "patch", 1), (2, "veth", 1), (1, "patch", 4), (2, "veth", 4),
+             (1, "patch", 8), (2, "veth", 8)]
     if settings.fast:
         cases = [(1, "patch", 1), (2, "veth", 1)]
     cfgs = [_config(*c) for c in cases]
@@ -95,7 +98,8 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
     def thr(label):
         return sims[label].values("iperf", "throughput")
     checks = [("patch-2-P1", "patch-1-P1", "E003-01", "held-out"), ("patch-4-P1", "patch-1-P1", "E003-01", "held-out"),
-              ("veth-2-P1", "patch-1-P1", "E003-02", "in-sample"), ("veth-2-P4", "patch-1-P4", "E003-03", "held-out")]
+              ("veth-2-P1", "patch-1-P1", "E003-02", "in-sample"), ("veth-2-P4", "patch-1-P4", "E003-03", "held-out"),
+              ("veth-2-P8", "patch-1-P8", "E003-03", "held-out")]
     for num, den, eid, split in checks:
         if num not in sims or den not in sims:
             continue
@@ -112,6 +116,15 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
         m, lo, hi = mean_ci(cpu)
         tb.rows.append(Comparison(tb.name, "patch-1-P1 cores busy", "cpu_cores", "cores", 1.8, 1.6, 2.0, m, lo, hi,
                                   "held-out", "", band="our tolerance", note="E003-04: 1.0 sender + 0.8 receiver"))
+    for lab in ("patch-1-P4", "veth-2-P4", "patch-1-P8", "veth-2-P8"):
+        if lab not in sims:
+            continue
+        busiest = sims[lab].values("system", "cpu_util.desktop")      # mean over the 4 cores, per replication
+        m, lo, hi = mean_ci(busiest)
+        y = float(e.loc["E003-05", "value"])
+        tb.rows.append(Comparison(tb.name, f"{lab} cores busy (mean of 4)", "cpu_utilisation", "%", 100.0, y, 100.0,
+                                  m, lo, hi, "held-out", "", band="our allowance",
+                                  note="E003-05: all four cores at 100 % with >= 4 threads (bound >= 95 %)"))
     absolute = ", ".join(f"{lab} {np.mean(thr(lab)):.0f}" for lab in sims)
     tb.notes.append(f"Simulated absolute throughputs (Mbit/s; the post has none to compare): {absolute}.")
     tb.notes.append(
@@ -126,8 +139,13 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
         "10x a bare memcpy: it stands in for all per-byte work of the two sockets (copies, page allocation, "
         "cache misses) relative to the model's per-pass costs, which are the default profile's, not this "
         "desktop's.  E003-03 (4 threads below 0.90) now misses: with the copies every thread's core is "
-        "diluted alike, and what the post saw with more threads than cores -- contention for the cores, "
-        "scheduling -- is not in the model.")
+        "diluted alike.")
+    tb.notes.append(
+        "**Threads vs cores (issue 16).** The desktop schedules the tools' threads (`schedule_threads`, "
+        "`ovssim.cpu`: EEVDF slices, context switches, ksoftirqd after 2 ms of softirq backlog). More threads "
+        "than cores now stop helping (patch-1 throughput at P=8 is not above P=4) but the model does not "
+        "collapse with veth pairs as the post saw, and does not fill all four cores: the run-to-completion "
+        "senders never build the 2 ms softirq backlog that would hand the veth work to ksoftirqd.")
     tb.notes.append("E003-03's bound is one-sided (ratio < 0.90 with more threads than cores); the table's "
                     "'meets' column has no target for it -- compare the simulated ratio with 0.90 by eye.")
     rows = [r for r in tb.rows if r.metric == "throughput_ratio"]

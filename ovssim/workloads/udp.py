@@ -123,6 +123,8 @@ class IperfUdp(Workload):
         cpu = ctx.src.cpu
         self._rtc = (cpu.free, self.send_key % cpu.cores) if getattr(ctx.src, "inline_tx", False) else None
         self.send_cost = ctx.extra.get("app", {}).get("send_per_packet", 0.0)
+        # on a host that schedules threads, the sending tool is one (ovssim.cpu), first on its flow's core
+        self.send_thread = cpu.app_thread("udp-send", self.send_key) if cpu is not None else None
         # the server's recv() per datagram and when its last one ended, one attribute (an instance with more
         # than 30 attributes loses CPython's fast attribute access; this one is on every datagram's path):
         # one thread, so one recv() at a time, on whichever core the scheduler finds free first
@@ -148,7 +150,8 @@ class IperfUdp(Workload):
             # the sendto() runs on the sender's CPU: the tool cannot send the next
             # datagram before this one's system call is done (a CPU-bound iperf
             # falls behind its -b target, as the real one does)
-            done = cpu.serve(now, self.send_cost, self.send_key)
+            done = (cpu.serve(now, self.send_cost, self.send_key) if self.send_thread is None else
+                    cpu.run(self.send_thread, now, self.send_cost))
             if done is None:
                 done = now + self.send_cost
             pkt.t = done
@@ -285,7 +288,8 @@ class Iperf3Udp(IperfUdp):
         done = now
         if self.send_cost and cpu is not None:
             # the sendto() runs on the sender's CPU; the next one cannot start before it ends
-            done = cpu.serve(now, self.send_cost, self.send_key)
+            done = (cpu.serve(now, self.send_cost, self.send_key) if self.send_thread is None else
+                    cpu.run(self.send_thread, now, self.send_cost))
             if done is None:
                 done = now + self.send_cost
             pkt.t = done

@@ -133,6 +133,8 @@ MATRIX_FAULTS = [
     'bridge = [["ovs"]]', 'bridge = ["hub"]', 'link = ["wire"]', 'cc = ["a b"]', "size = [0]", 'rate = ["0"]',
     'rate = [1e-30]', 'vm_tx_offload = ["no"]', 'datapath = ["fast"]', 'vif_type = ["dpdk"]',
     'qdisc = [["htb50"]]', 'workload = [{a = 1}]',
+    'cpus = ["0"]',              # taskset is an iperf2 TCP setting, the matrix's workloads are iperf3/ping
+    'cpus = ["zero"]',
 ]
 
 

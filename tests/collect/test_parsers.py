@@ -68,6 +68,15 @@ def test_iperf2_server_report():
         iperf2.parse_udp_client(read("iperf2_udp_client.txt").split("Server Report")[0])
 
 
+def test_iperf2_tcp_threads_sum_and_single_stream():
+    text = read("iperf2_tcp_client_p2.txt")        # iperf 2.1.8 -P 2 (two threads)
+    assert iperf2.parse_tcp_client(text).metrics["throughput"][0] == pytest.approx(20563e6)
+    one = "\n".join(ln for ln in text.splitlines() if not ln.startswith(("[SUM]", "[  1] 0")))
+    assert iperf2.parse_tcp_client(one).metrics["throughput"][0] == pytest.approx(17027e6)
+    with pytest.raises(ToolFailed):
+        iperf2.parse_tcp_client(text.split("[ ID]")[0])
+
+
 def test_qperf_reports_half_round_trip():
     r = qperf.parse(read("qperf_lat.txt"))
     assert r.metrics["tcp_rr_half_rtt"][0] == pytest.approx(101e-6)

@@ -1,7 +1,11 @@
-"""iperf 2 (the thesis's jitter tool): UDP with the server report, enhanced output (``-e``).
+"""iperf 2: UDP with the server report (the thesis's jitter tool), and TCP with ``-P`` threads.
 
-The client prints the server's report: ``Jitter Lost/Total Latency avg/min/max/stdev``
-(one-way latency; both ends share this machine's clock).
+UDP: the client prints the server's report, enhanced output (``-e``): ``Jitter
+Lost/Total Latency avg/min/max/stdev`` (one-way latency; both ends share this
+machine's clock).  TCP: iperf 2 runs each of ``-P`` streams in a thread of its
+own (iperf 3.12 runs all streams in one), which is what seed 003's threads vs
+cores claims are about; the client's ``[SUM]`` line (or its one stream's line) is
+the throughput.  ``cpus`` runs client and server under ``taskset -c``.
 """
 from __future__ import annotations
 
@@ -46,3 +50,25 @@ def run(target: Target, *, duration: float, rate: float, size: int = 1470,
                 proto="udp"):
         res = client(target, argv, duration)
     return parse_udp_client(res.stdout)
+
+
+def parse_tcp_client(text: str) -> ToolResult:
+    """Throughput from the client's ``[SUM]`` line, or its only stream's line with one stream."""
+    r = ToolResult(raw=text)
+    lines = [ln for ln in text.splitlines() if re.search(r"\S+/sec", ln) and " sec " in ln]
+    total = [ln for ln in lines if ln.startswith("[SUM]")] or lines[-1:]
+    m = re.search(r"([0-9.]+)\s+(\S+/sec)", total[0]) if total else None
+    if not m or m.group(2) not in _BW:
+        raise ToolFailed("cannot read iperf 2's TCP throughput line")
+    r.add("throughput", float(m.group(1)) * _BW[m.group(2)], "bit/s")
+    return r
+
+
+def run_tcp(target: Target, *, duration: float, streams: int = 1, cpus: str | None = None,
+            port: int = PORT) -> ToolResult:
+    pin = ["taskset", "-c", cpus] if cpus else []
+    argv = pin + ["iperf", "-c", target.server_ip, "-p", str(port), "-P", str(int(streams)),
+                  "-t", f"{duration:g}"]
+    with Server(target.server, pin + ["iperf", "-s", "-p", str(port)], port=port, proto="tcp"):
+        res = client(target, argv, duration)
+    return parse_tcp_client(res.stdout)

@@ -1,0 +1,234 @@
+"""A host's CPU cores: softirq work served analytically, threads scheduled only where they contend.
+
+Per-packet work -- the datapath's fast path, a veth hop's softirq, vhost /
+netback copying, the traffic tools' own send/receive -- takes service time
+from one of the host's cores.  Work pinned to a core (a flow's packets, as
+RSS/RPS pin them; a backend thread) is served FIFO on that core; unpinned work
+goes to the earliest-free core (the Kiefer-Wolfowitz recursion of a FIFO G/G/c
+queue).  Completion times are computed directly from arrival times: no SimPy
+event is spent, the caller learns when its work is done and schedules from
+there.
+
+``backlog_limit`` bounds the work waiting for a core, like the per-CPU input
+queue ``net.core.netdev_max_backlog`` (default 1000, net/core/dev.c); work
+arriving to a full backlog is refused (the packet is dropped) and counted.
+
+Threads (:class:`~ovssim.cpu.thread.Thread`) are placed on cores
+(:meth:`CpuPool.add_thread`) and run their work with :meth:`CpuPool.run`.  While
+every core holds at most one thread and none is CPU-bound, ``run`` is exactly
+``serve`` on the thread's core: the scheduler costs nothing where nothing
+contends.  Where threads share a core it applies the fair class's behaviour
+(kernel/sched/fair.c, EEVDF) analytically, see :mod:`ovssim.cpu.scheduler`.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right, insort
+
+from .defaults import CONTEXT_SWITCH, MAX_SOFTIRQ_TIME, NETDEV_MAX_BACKLOG, base_slice
+from .scheduler import fair_run, ksoftirqd_stretch
+from .thread import Thread
+
+
+class CpuPool:
+    """``cores`` cores; ``serve(t, work, key)`` returns when the work is done (or None if refused).
+
+    ``key`` pins work to core ``key % cores`` (a flow's softirq work by its RSS
+    hash, a backend thread by its identity); without a key the earliest-free core
+    takes it.  Each core has its own backlog bound, as ``netdev_max_backlog`` is
+    per CPU.  ``slice`` is the scheduler's base slice (default: fair.c's for this
+    many CPUs), ``context_switch`` the cost of switching threads on a core.
+    """
+
+    def __init__(self, env, cores: int = 1, name: str = "cpu", *,
+                 backlog_limit: int | None = NETDEV_MAX_BACKLOG, speed: float = 1.0,
+                 slice: float | None = None, context_switch: float = CONTEXT_SWITCH):
+        if cores < 1:
+            raise ValueError(f"{name}: a host needs at least one core, got {cores}")
+        if not speed > 0:
+            raise ValueError(f"{name}: speed must be > 0, got {speed}")
+        self.env = env
+        self.name = name
+        self.cores = cores
+        self.speed = speed
+        self.backlog_limit = backlog_limit
+        self.free = [0.0] * cores
+        self._starts: list[list[float]] = [[] for _ in range(cores)]   # per core, sorted
+        self.busy = [0.0] * cores
+        self.jobs = 0
+        self.refused = 0
+        self.slice = base_slice(cores) if slice is None else slice
+        self.context_switch = context_switch
+        self.threads: list[Thread] = []
+        self.on_core: list[list[Thread]] = [[] for _ in range(cores)]
+        self.hogs = [0] * cores           # CPU-bound (always runnable) threads per core
+        self.hog_threads: list[list[Thread]] = [[] for _ in range(cores)]
+        self.last = [None] * cores        # the thread that ran last on each core
+        self.contended = False            # some core holds a CPU-bound thread or two threads
+        # the tools' own processes and backend threads as schedulable threads (app_thread); off, they
+        # are keyed work, as the calibrated profiles were fitted with
+        self.schedule_threads = False
+        self.deferred = 0                 # softirq work items run by ksoftirqd (behind threads)
+        self.migrations = 0               # threads moved to an idle core at wake-up
+
+    # --- softirq / keyed work -------------------------------------------------------------
+    def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None) -> float | None:
+        """Run ``work`` seconds of CPU arriving at ``t``; return completion time, or None if refused.
+
+        ``thread``: the work is that thread's (from :meth:`run`), not softirq work."""
+        if self.speed != 1.0:
+            work = work / self.speed
+        free = self.free
+        if key is not None:
+            core = key % self.cores
+        elif self.cores == 1:
+            core = 0
+        else:
+            core = free.index(min(free))
+        free_at = free[core]
+        start = t if t > free_at else free_at
+        lim = self.backlog_limit
+        if lim is not None and start > t:
+            # Work waiting at time t = work reserved to start after t.  Callers may run
+            # ahead of env.now (lookahead) and out of time order, so count by time, not
+            # by order of calls; what started before env.now can never be waiting again.
+            starts = self._starts[core]
+            now = self.env._now
+            if starts and starts[0] <= now:
+                del starts[:bisect_right(starts, now)]
+            if len(starts) - bisect_right(starts, t) >= lim:
+                self.refused += 1
+                return None
+            insort(starts, start)
+        span = work
+        if self.contended and start - t > MAX_SOFTIRQ_TIME:
+            # over 2 ms of softirq backlog: ksoftirqd runs it, sharing the core with the runnable threads
+            n = sum(1 for th in self.on_core[core] if th is not thread and
+                    (th.active_until(t) > t if th.busy else th.free > t))
+            if n:
+                span = ksoftirqd_stretch(work, n)
+                self.deferred += 1
+        done = start + span
+        free[core] = done
+        self.busy[core] += work
+        self.jobs += 1
+        return done
+
+    # --- threads --------------------------------------------------------------------------
+    def add_thread(self, thread: Thread, key: int | None = None) -> Thread:
+        """Place ``thread`` on a core: within its affinity, ``key % cores`` if that core holds no
+        thread yet (where its flow's softirq runs), else the core with fewest threads (the idlest,
+        as select_task_rq_fair's wake-up balancing picks)."""
+        allowed = range(self.cores) if thread.affinity is None else thread.affinity
+        bad = [c for c in allowed if not 0 <= c < self.cores]
+        if bad:
+            raise ValueError(f"{self.name}: thread {thread.name} is pinned to core(s) {bad}, "
+                             f"but the host has cores 0..{self.cores - 1}")
+        if key is not None and key % self.cores in allowed and not self.on_core[key % self.cores]:
+            core = key % self.cores
+        else:
+            # a CPU-bound thread weighs twice (counted in hogs and in on_core): its load is a whole core
+            core = min(allowed, key=lambda c: (self.hogs[c] + len(self.on_core[c]), c))
+        thread.core = core
+        self.threads.append(thread)
+        self.on_core[core].append(thread)
+        if thread.busy:
+            self.hogs[core] += 1
+            self.hog_threads[core].append(thread)
+        self.contended = any(self.hogs) or any(len(q) > 1 for q in self.on_core)
+        return thread
+
+    def app_thread(self, name: str, key: int | None = None, kind: str = "app", affinity=None) -> Thread | None:
+        """A traffic tool's or backend's thread placed on this host (None unless ``schedule_threads``)."""
+        if not self.schedule_threads:
+            return None
+        return self.add_thread(Thread(name, kind, affinity=affinity), key=key)
+
+    def add_background(self, n: int, affinity=None, *, period: float | None = None,
+                       on: float | None = None) -> list[Thread]:
+        """``n`` CPU-bound background threads (``stress -c n``), spread over the allowed cores; with
+        ``period`` and ``on``, each runs ``on`` seconds in every ``period`` (phases spread evenly)."""
+        duty = (lambda i: None) if period is None else (lambda i: (period, on, i * period / n))
+        return [self.add_thread(Thread(f"{self.name}.load{i}", "background", affinity=affinity, busy=True,
+                                       duty=duty(i)))
+                for i in range(n)]
+
+    def run(self, thread: Thread, t: float, work: float) -> float | None:
+        """Run ``work`` seconds of ``thread``'s CPU, woken at ``t``; return when it completes.
+
+        Uncontended (its core holds only this thread): exactly :meth:`serve` on that core.
+        Contended: :func:`ovssim.cpu.scheduler.fair_run`, the thread waiting for the running
+        thread's slice, sharing the core slice by slice and paying a context switch.
+        """
+        core = thread.core
+        if core is None:
+            raise ValueError(f"{self.name}: thread {thread.name} was never placed (add_thread)")
+        if self.contended and (thread.affinity is None or len(thread.affinity) > 1) and self._busy_at(core, t, thread):
+            core = self._wake_idle(thread, t)
+        if not self.contended or (not self.hogs[core] and len(self.on_core[core]) == 1):
+            done = self.serve(t, work, core, thread)
+            if done is None:          # refused, as serve refuses it (a full backlog)
+                return None
+            start = done - work / self.speed
+            thread.waited += start - t if start > t else 0.0
+        else:
+            if self.speed != 1.0:
+                work = work / self.speed
+            start, done, cpu = self._fair_run(thread, t, work)
+            thread.waited += start - t
+            self.jobs += 1
+            self.busy[core] += cpu
+            work = cpu
+        thread.wakeups += 1
+        thread.ran += work
+        thread.free = done
+        self.last[core] = thread
+        return done
+
+    def _busy_at(self, core: int, t: float, thread: Thread) -> bool:
+        """Whether another thread runs or waits on ``core`` at ``t`` (a burst, or work not yet done)."""
+        return any(th is not thread and (th.active_until(t) > t if th.busy else th.free > t)
+                   for th in self.on_core[core])
+
+    def _wake_idle(self, thread: Thread, t: float) -> int:
+        """Wake-up balancing (select_idle_sibling, kernel/sched/fair.c): a thread that wakes to a busy core
+        moves to an allowed core that is idle at ``t``, if there is one; returns its core."""
+        allowed = range(self.cores) if thread.affinity is None else thread.affinity
+        for c in allowed:
+            if c != thread.core and self.free[c] <= t and not self._busy_at(c, t, thread):
+                self.on_core[thread.core].remove(thread)
+                self.on_core[c].append(thread)
+                thread.core = c
+                thread.used = 0.0
+                self.migrations += 1
+                self.contended = any(self.hogs) or any(len(q) > 1 for q in self.on_core)
+                return c
+        return thread.core
+
+    def _fair_run(self, thread: Thread, t: float, work: float) -> tuple[float, float, float]:
+        """(start, done, cpu) of a contended core's thread work (:func:`~ovssim.cpu.scheduler.fair_run`)."""
+        return fair_run(self, thread, t, work)
+
+    # --- reports --------------------------------------------------------------------------
+    def waiting(self, t: float) -> int:
+        """Work items reserved to start after ``t`` (waiting at ``t``), over all cores."""
+        return sum(len(s) - bisect_right(s, t) for s in self._starts)
+
+    def utilisation(self, duration: float) -> list[float]:
+        """Busy fraction of each core over ``duration`` seconds (a core with a CPU-bound thread: 1)."""
+        if duration <= 0:
+            return [0.0] * self.cores
+        out = []
+        for b, hogs in zip(self.busy, self.hog_threads):
+            bursts = sum(1.0 if h.duty is None else h.duty[1] / h.duty[0] for h in hogs)
+            out.append(min(1.0, b / duration + bursts))     # bursty load: its share of the idle time, approx.
+        return out
+
+    def run_queue_delay(self) -> dict[str, tuple[float, int]]:
+        """Per thread kind: (mean wait from wake-up to running, in seconds; wake-ups)."""
+        out: dict[str, list] = {}
+        for th in self.threads:
+            if th.wakeups:
+                acc = out.setdefault(th.kind, [0.0, 0])
+                acc[0] += th.waited
+                acc[1] += th.wakeups
+        return {k: (w / n, n) for k, (w, n) in out.items()}

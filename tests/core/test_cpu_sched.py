@@ -1,0 +1,293 @@
+"""The CPU package: threads on cores, the fair scheduler at contention points, vCPUs on host threads."""
+import math
+
+import pytest
+import simpy
+from hypothesis import given, settings, strategies as st
+
+from ovssim.cpu import CpuPool, GuestCpus, Thread, base_slice
+from ovssim.cpu.defaults import MAX_SOFTIRQ_TIME
+
+
+def test_base_slice_is_fair_c_log_scaling():
+    # fair.c: 0.75 ms * (1 + ilog2(min(ncpus, 8)))
+    assert [base_slice(n) for n in (1, 2, 3, 4, 8, 64)] == pytest.approx(
+        [0.75e-3, 1.5e-3, 1.5e-3, 2.25e-3, 3e-3, 3e-3])
+
+
+jobs = st.lists(st.tuples(st.floats(0, 1e-3), st.floats(1e-7, 5e-5), st.integers(0, 3)), min_size=1, max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs)
+def test_threads_up_to_cores_equal_the_work_conserving_pool(items):
+    """One thread per core, nothing CPU-bound: run() gives serve()'s completion times exactly."""
+    env = simpy.Environment()
+    old, new = CpuPool(env, 4, "old"), CpuPool(env, 4, "new")
+    threads = [new.add_thread(Thread(f"t{k}", "app"), key=k) for k in range(4)]
+    assert [th.core for th in threads] == [0, 1, 2, 3]
+    for t, w, k in sorted(items):
+        assert new.run(threads[k], t, w) == old.serve(t, w, k)
+    assert new.busy == old.busy
+
+
+def test_cpu_bound_thread_sharing_a_core_gets_half_over_slices():
+    env = simpy.Environment()
+    pool = CpuPool(env, 1)
+    pool.add_background(1)
+    th = pool.add_thread(Thread("iperf", "app"))
+    t, work = 0.0, 20e-6
+    horizon = 40 * pool.slice
+    while t < horizon:
+        t = pool.run(th, t, work)          # always more to do: CPU-bound
+    share = th.ran / t
+    assert share == pytest.approx(0.5, rel=0.03)
+
+
+def test_alone_a_cpu_bound_thread_gets_the_whole_core():
+    env = simpy.Environment()
+    pool = CpuPool(env, 1)
+    th = pool.add_thread(Thread("iperf", "app"))
+    t = 0.0
+    while t < 0.05:
+        t = pool.run(th, t, 20e-6)
+    assert th.ran / t == pytest.approx(1.0)
+
+
+def test_affinity_is_obeyed_and_checked():
+    env = simpy.Environment()
+    pool = CpuPool(env, 4)
+    pinned = [pool.add_thread(Thread(f"p{i}", "vhost", affinity=[2])) for i in range(3)]
+    assert {th.core for th in pinned} == {2}
+    free = [pool.add_thread(Thread(f"f{i}", "app", affinity=[0, 1])) for i in range(4)]
+    assert sorted(th.core for th in free) == [0, 0, 1, 1]          # balanced within the mask
+    for th in pinned + free:
+        pool.run(th, 0.0, 1e-5)
+    assert pool.busy[3] == 0.0
+    with pytest.raises(ValueError, match="core"):
+        pool.add_thread(Thread("x", "app", affinity=[4]))
+
+
+@pytest.mark.parametrize("cores", [1, 4])
+def test_vcpu_preemption_delays_a_guest_packet_by_the_host_threads_slice(cores):
+    env = simpy.Environment()
+    host = CpuPool(env, cores, "host")
+    host.add_background(1, affinity=[0])              # a CPU-bound host thread on the vCPU's core
+    guest = GuestCpus(env, 1, "vm", host, pin=[[0]])
+    S = host.slice
+    work = 5e-6
+    t = 0.1 * S                                       # the host thread's slice began at 0
+    assert guest.serve(t, work) - t == pytest.approx(S - t + work)
+    assert host.run_queue_delay()["vcpu"][0] == pytest.approx(S - t)
+    # the same packet on a vCPU with a core to itself: no delay beyond its work
+    quiet = GuestCpus(env, 1, "vm2", CpuPool(env, cores, "host2"))
+    assert quiet.serve(t, work) - t == pytest.approx(work)
+
+
+def test_utilisation_sums_to_the_work_done():
+    env = simpy.Environment()
+    pool = CpuPool(env, 2, context_switch=1e-6)
+    a, b, c = (pool.add_thread(Thread(n, "app"), key=0) for n in "abc")   # three threads, two cores
+    total, t = 0.0, 0.0
+    for i in range(300):
+        th = (a, b, c)[i % 3]
+        w = 1e-6 * (1 + i % 7)
+        pool.run(th, t, w)
+        pool.serve(t, 2e-6, i)
+        total += w + 2e-6
+        t += 4e-6
+    switches = sum(pool.busy) - total
+    assert switches == pytest.approx(pool.context_switch * round(switches / pool.context_switch))
+    assert sum(th.ran for th in (a, b, c)) + 300 * 2e-6 == pytest.approx(sum(pool.busy))
+    duration = t + 1e-3
+    assert sum(pool.utilisation(duration)) * duration == pytest.approx(sum(pool.busy))
+
+
+def test_softirq_backlog_goes_to_ksoftirqd_behind_cpu_bound_threads():
+    env = simpy.Environment()
+    pool = CpuPool(env, 1, backlog_limit=None)
+    pool.add_background(1)
+    done = [pool.serve(0.0, 10e-6, 0) for _ in range(400)]        # 4 ms of softirq at once
+    k = math.ceil(MAX_SOFTIRQ_TIME / 10e-6)
+    # in irq context up to 2 ms of waiting, then ksoftirqd drains at half the core
+    assert done[k] - done[k - 1] == pytest.approx(20e-6)
+    assert done[k // 2] - done[k // 2 - 1] == pytest.approx(10e-6)
+    assert pool.deferred == 400 - k - 1 or pool.deferred == 400 - k
+
+
+def _scenario(host_extra="", vm_extra=""):
+    from ovssim.scenario import from_dict
+    import tomllib
+    text = f"""
+[scenario]
+name = "t"
+duration = "0.1s"
+reps = 1
+[[host]]
+name = "h"
+cores = 2
+{host_extra}
+[[bridge]]
+name = "br"
+host = "h"
+[[vm]]
+name = "a"
+host = "h"
+bridge = "br"
+{vm_extra}
+[[vm]]
+name = "b"
+host = "h"
+bridge = "br"
+{vm_extra}
+[[workload]]
+name = "ping"
+tool = "ping"
+from = "a"
+to = "b"
+i = "10ms"
+"""
+    return from_dict(tomllib.loads(text))
+
+
+def _ping_rtt(sc):
+    from ovssim.profile import Profile
+    from ovssim.runner import run_replication
+    rows, _, _ = run_replication(sc, Profile.load(sc.profile), 0)
+    return {r["metric"]: r["value"] for r in rows}
+
+
+def test_background_load_delays_guests_on_host_vcpus_by_slices():
+    quiet = _ping_rtt(_scenario(vm_extra="vcpus_on_host = true"))
+    loaded = _ping_rtt(_scenario("background_threads = 2", "vcpus_on_host = true"))
+    separate = _ping_rtt(_scenario("background_threads = 2"))
+    slice_ms = base_slice(2) * 1e3
+    # each wake of a vCPU / vhost thread behind a CPU-bound thread waits up to its slice
+    assert loaded["rtt_mean"] - quiet["rtt_mean"] > slice_ms
+    assert 0 < loaded["runq_delay.h.vcpu"] <= slice_ms * 1e3
+    assert loaded["cpu_util.h"] == 100.0
+    # vCPUs in their own pool: only the vhost threads wait behind the load
+    assert quiet["rtt_mean"] + slice_ms < separate["rtt_mean"] < loaded["rtt_mean"]
+    # containers: all their work is softirq, which preempts CPU-bound threads
+    veth = 'vif = "container-veth"'
+    assert _ping_rtt(_scenario("background_threads = 2", veth))["rtt_mean"] == pytest.approx(
+        _ping_rtt(_scenario("", veth))["rtt_mean"])
+
+
+@pytest.mark.parametrize("extra,match", [
+    ("vcpu_pin = [[2]]", "vcpu_pin"),
+    ("vcpu_pin = [[0], [1]]", "vcpu_pin"),
+    ('vcpus_on_host = "yes"', "vcpus_on_host"),
+])
+def test_bad_vcpu_placement_is_one_clear_error(extra, match):
+    from ovssim.errors import ConfigError
+    with pytest.raises(ConfigError, match=match):
+        _scenario(vm_extra=extra)
+
+
+def test_bad_background_threads_is_one_clear_error():
+    from ovssim.errors import ConfigError
+    with pytest.raises(ConfigError, match="background_threads"):
+        _scenario("background_threads = -1")
+
+
+def _iperf(P: int, schedule: bool) -> float:
+    from ovssim.scenario import from_dict
+    from ovssim.profile import Profile
+    from ovssim.runner import run_replication
+    d = {"scenario": {"name": "p", "duration": "0.05s", "reps": 1},
+         "host": [{"name": "h", "cores": 2, "schedule_threads": schedule}],
+         "bridge": [{"name": "br", "host": "h"}],
+         "vm": [{"name": n, "host": "h", "vif": "container-veth", "bridge": "br"} for n in ("a", "b")],
+         "workload": [{"name": "iperf", "tool": "iperf", "proto": "tcp", "from": "a", "to": "b", "P": P}]}
+    sc = from_dict(d)
+    rows, _, _ = run_replication(sc, Profile.load(sc.profile), 0)
+    return next(r["value"] for r in rows if r["metric"] == "throughput")
+
+
+def test_more_tool_threads_than_cores_gain_less_when_threads_are_scheduled():
+    """Seed 003: more iperf threads than cores must not keep helping; scheduled threads pay for sharing."""
+    gain_sched = _iperf(8, True) / _iperf(2, True)
+    gain_pool = _iperf(8, False) / _iperf(2, False)
+    assert gain_sched < 1.0                       # 16 threads on 2 cores: no better than 4
+    assert gain_sched < gain_pool
+
+
+ops = st.lists(st.tuples(st.floats(0, 5e-3), st.floats(1e-7, 3e-4), st.integers(0, 4), st.booleans()),
+               min_size=1, max_size=80)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops, st.integers(0, 2))
+def test_contended_cores_conserve_work_and_never_finish_early(items, hogs):
+    """With CPU-bound threads and shared cores: every job ends no earlier than t + work, a thread's jobs end
+    in order, and the cores' busy time is the work served plus whole context switches."""
+    env = simpy.Environment()
+    pool = CpuPool(env, 2, backlog_limit=None, context_switch=1e-6)
+    pool.add_background(hogs)
+    threads = [pool.add_thread(Thread(f"t{i}", "app")) for i in range(3)]
+    work_done = 0.0
+    last_done = {}
+    for t, w, who, as_softirq in sorted(items):
+        if as_softirq or who >= 3:
+            done = pool.serve(t, w, who)
+        else:
+            th = threads[who]
+            done = pool.run(th, t, w)
+            assert done >= last_done.get(who, 0.0)
+            last_done[who] = done
+        assert done >= t + w - 1e-12
+        work_done += w
+    extra = sum(pool.busy) - work_done
+    assert extra >= -1e-12
+    assert extra / pool.context_switch == pytest.approx(round(extra / pool.context_switch), abs=1e-6)
+
+
+def test_guest_threads_sharing_a_vcpu_also_wait_for_the_host():
+    """Two guest threads on one vCPU (contended in the guest) whose host core runs a CPU-bound thread."""
+    env = simpy.Environment()
+    host = CpuPool(env, 1, "host")
+    host.add_background(1)
+    guest = GuestCpus(env, 1, "vm", host)
+    a, b = guest.add_thread(Thread("a", "app")), guest.add_thread(Thread("b", "app"))
+    t = 0.1 * host.slice
+    done_a = guest.run(a, t, 5e-6)
+    assert done_a - t == pytest.approx(host.slice - t + 5e-6)      # first run on the vCPU: no switch
+    assert guest.run(b, done_a, 5e-6) >= done_a + 5e-6
+
+
+def test_bursty_background_load_delays_only_wakeups_inside_its_bursts():
+    env = simpy.Environment()
+    pool = CpuPool(env, 1)
+    pool.add_background(1, period=0.1, on=0.01)          # 10 ms of CPU-bound work every 100 ms
+    th = pool.add_thread(Thread("vhost", "vhost"))
+    S = pool.slice
+    inside = 0.2 + 0.1 * S                               # a burst started at 0.2
+    assert pool.run(th, inside, 5e-6) - inside == pytest.approx(S - 0.1 * S + 5e-6)
+    outside = 0.25
+    assert pool.run(th, outside, 5e-6) - outside == pytest.approx(5e-6)
+    late = 0.3 + 0.01 - 1e-4                             # the burst ends before the slice would
+    assert pool.run(th, late, 5e-6) - late == pytest.approx(1e-4 + 5e-6)
+    assert pool.utilisation(1.0)[0] == pytest.approx(0.1 + th.ran, rel=1e-6)
+
+
+def test_bursty_background_keys_are_checked():
+    from ovssim.errors import ConfigError
+    with pytest.raises(ConfigError, match="background_period"):
+        _scenario('background_threads = 1\nbackground_period = "100ms"')
+    with pytest.raises(ConfigError, match="background_on"):
+        _scenario('background_threads = 1\nbackground_period = "10ms"\nbackground_on = "20ms"')
+
+
+def test_a_thread_waking_to_a_busy_core_moves_to_an_idle_one_unless_pinned():
+    env = simpy.Environment()
+    pool = CpuPool(env, 2)
+    free = pool.add_thread(Thread("vhost", "vhost"), key=0)
+    pinned = pool.add_thread(Thread("vcpu", "vcpu", affinity=[0]))
+    pool.add_background(1, affinity=[0])
+    assert free.core == 0 and pinned.core == 0
+    t = 0.1 * pool.slice
+    assert pool.run(free, t, 5e-6) == pytest.approx(t + 5e-6)          # core 1 was idle: it went there
+    assert free.core == 1 and pool.migrations == 1
+    assert pool.run(pinned, t, 5e-6) == pytest.approx(pool.slice + 5e-6)  # taskset: waits on core 0
+    assert pinned.core == 0
