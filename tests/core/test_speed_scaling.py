@@ -51,6 +51,9 @@ def test_a_busy_share_moves_the_state_and_no_parameter():
     assert all(value(quiet, k) == value(slow, k) for k in SCHEMA)
     with pytest.raises(ConfigError, match="cpu_busy"):
         Profile({"profile": {"name": "x"}, "state": {"cpu_busy": 1.5}}, base=Profile.default())
+    for bad in (1.5, -0.1, float("nan"), "quiet", True):
+        with pytest.raises(ConfigError, match="cpu_busy"):
+            slow.scaled(0.5, cpu_busy=bad)
 
 
 def test_draws_scale_draw_for_draw_and_scalings_compose():
