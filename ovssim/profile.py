@@ -82,6 +82,13 @@ CPU_COSTS: frozenset[str] = frozenset((
 # idling finds (ovssim/path/datapath.py, idle_stall_state); 1 when a profile does not state it
 STATE_KEYS = {"speed_index", "loadavg", "steal_share", "cpu_busy", "data", "note"}
 
+
+def _check_busy_share(busy, source) -> None:
+    """``[state] cpu_busy`` (or ``Profile.scaled``'s): None or a share in [0, 1], else one ConfigError."""
+    if busy is not None and (isinstance(busy, bool) or not isinstance(busy, (int, float)) or not 0 <= busy <= 1):
+        raise ConfigError(f"cpu_busy {busy!r} is not a share in [0, 1]", file=source, key="state.cpu_busy",
+                          fix="write [state] cpu_busy = 0.02 (the busy share of the cores during the data)")
+
 PROFILE_DIRS = (Path("calibration"),)
 DEFAULT_LABEL = "default profile"      # the origin of a value of the embedded default
 TABLES = {"profile", "provenance", "fit", "params", "uncertainty", "sources", "state"}
@@ -148,10 +155,7 @@ class Profile:
         if unknown:
             raise ConfigError(f"unknown key {unknown[0]!r} in [state]", file=source, key=f"state.{unknown[0]}",
                               fix=f"[state] takes: {', '.join(sorted(STATE_KEYS))}")
-        busy = state.get("cpu_busy")
-        if busy is not None and (isinstance(busy, bool) or not isinstance(busy, (int, float)) or not 0 <= busy <= 1):
-            raise ConfigError(f"cpu_busy {busy!r} is not a share in [0, 1]", file=source, key="state.cpu_busy",
-                              fix="write [state] cpu_busy = 0.02 (the busy share of the cores during the data)")
+        _check_busy_share(state.get("cpu_busy"), source)
         idx = state.get("speed_index")
         if idx is not None and (isinstance(idx, bool) or not isinstance(idx, (int, float)) or not 0 < idx < 1e6):
             raise ConfigError(f"speed_index {idx!r} is not a positive number", file=source,
@@ -267,6 +271,7 @@ class Profile:
         p.cpu_factor = self.cpu_factor * own / speed_index
         p.state = {**self.state, "speed_index": speed_index}
         if cpu_busy is not None:
+            _check_busy_share(cpu_busy, self.source)
             p.state["cpu_busy"] = float(cpu_busy)
         p._dists = {}
         return p

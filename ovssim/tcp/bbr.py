@@ -38,6 +38,7 @@ import math
 import random
 from collections import deque
 
+from ..path.cpu import flow_key
 from .congestion import CongestionControl
 from .defaults import INIT_CWND, MAX_TCP_HEADER
 
@@ -112,7 +113,7 @@ class Bbr(CongestionControl):
     def attach(self, sender) -> None:
         super().attach(sender)
         s = sender
-        self.rng = random.Random(self.seed if self.seed is not None else hash(s.sock.flow) & 0xFFFFFFFF)
+        self.rng = random.Random(self.seed if self.seed is not None else flow_key(s.sock.flow))
         self.rate = RateSampler()
         self.mode = STARTUP
         self.pacing_gain = HIGH_GAIN

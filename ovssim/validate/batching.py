@@ -162,6 +162,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
                 "parameter comes from calibration/local_netns.toml (fitted on data/local/local-bridges, offloads "
                 "off).  Held out: every row of data/local/2026-11-24/local-offloads.")
     call = (tb.fit.get("params") or {}).get("app.send_per_call", "?")
+    copy = copy_cost_per_byte(fdf)
     tb.notes.append(
         "**What sets the rate here: writes and the share of a core, not bytes.** In local-bytes both cores were "
         "100 % busy in every run (load average 7-9 from other jobs; speed index 0.43 before, 0.24 after) and the "
@@ -170,8 +171,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
         "16 KiB write pushes an skb of its own through the whole path in the writer's context (a veth's receive "
         "softirq runs there), a 128 KiB write two 64 KB skbs and 8x the copying; ~10,000 writes/s either way, "
         "hence 1.3 against 10 Gbit/s.  The copies per byte are measured directly: the receiving iperf3 used "
-        "0.103 ns per byte (128 KiB reads, offloads on; a memcpy at ~10 GB/s), set as `app.send_per_byte` = "
-        "`app.recv_per_byte` (13.5 us of a 128 KiB write).  "
+        f"{copy * 1e9:.3g} ns per byte (128 KiB reads, offloads on; a memcpy at ~{1e-9 / copy:.0f} GB/s), set as "
+        f"`app.send_per_byte` = `app.recv_per_byte` ({copy * IPERF3_LENGTH * 1e6:.1f} us of a 128 KiB write).  "
         f"The fitted `app.send_per_call` ({call}) is ~3.5x the CPU a write takes: the rest is the time the "
         "writer waits for a core shared with the other jobs, which the model, with two cores of its own, can only "
         "express as work.  Offloads-on throughput is finite here through the per-write cost and the load more "

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..fit.calibrate import Param, Target
+from ..profile import Profile
 from . import plots
 from .base import shown, Settings, TestbedResult, fit_summary, load_scenario_dict, variant
 from .compare import Comparison, mean_ci
@@ -135,7 +136,8 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
         "goes to copying, the less a second pass takes off.  Without the per-byte copies (the default "
         "profile) the second pass alone took the ratio to 0.66 and no veth cost could raise it; the fitted "
         "copy cost is what brings the one-thread ratio to 0.90, and the receiver's copy runs on a second core "
-        "(E003-04's 0.8 receiver core; 0.94 cores were simulated without it).  The fitted 2.3 ns/byte is some "
+        "(E003-04's 0.8 receiver core; 0.94 cores were simulated without it).  The fitted "
+        f"{Profile.load(path).time('app.send_per_byte') * 1e9:.2g} ns/byte is some "
         "10x a bare memcpy: it stands in for all per-byte work of the two sockets (copies, page allocation, "
         "cache misses) relative to the model's per-pass costs, which are the default profile's, not this "
         "desktop's.  E003-03 (4 threads below 0.90) now misses: with the copies every thread's core is "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fit.calibrate import Param, Target, target_sigma
+from ..profile import Profile
 from . import plots
 from .base import shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
 from .compare import Comparison, mean_ci
@@ -106,5 +107,6 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
         "is the per-byte work of the sockets (`app.send_per_byte` = `app.recv_per_byte`, the copies into and "
         "out of the guests' sockets on their one vCPU each), fitted with the tap cost and the OVS per-packet "
         "cost on the two single-bridge rows: three parameters on two targets, so their CIs are unbounded and "
-        "the values (1.2 ns/byte) are one solution of several; the held-out patch-port rows are what test it.")
+        f"the values ({Profile.load(path).time('app.send_per_byte') * 1e9:.2g} ns/byte) are one solution of "
+        "several; the held-out patch-port rows are what test it.")
     return [tb]

@@ -100,6 +100,7 @@ class QperfUdpBw(IperfUdp):
 
     kind = "qperf_udp_bw"
     OPTIONS = [o for o in _OPTS if o.name != "cc"]
+    LENGTH_FLAG = ("qperf udp_bw -m", "m")
 
     def __init__(self, *, size: int = QPERF_MSG_UDP_BW, length: float | None = None, name: str | None = None,
                  start: float = 0.0, port: int = QPERF_PORT):

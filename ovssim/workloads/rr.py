@@ -16,6 +16,11 @@ UDP messages are single datagrams (``udp_frame_size``, one per message: sizes up
 MTU); TCP ones are writes on one connection with TCP_NODELAY (as these tools set it),
 read whole by the other side.  The round trip is from the client's send() to its reading
 the whole reply.
+
+Each message wakes its blocked reader before ``recvmsg`` returns (``sk_data_ready`` =
+``sock_def_readable`` -> ``try_to_wake_up``, net/core/sock.c; TCP and UDP alike): the server
+answers and the client reads the reply ``app.wakeup`` later (the run's profile, default 0), so a
+closed-loop transaction pays two wake-ups, as netperf TCP_RR does (:mod:`.netperf`).
 """
 from __future__ import annotations
 
@@ -68,10 +73,12 @@ class Exchange(Workload):
         self.sent = 0
         self.replies_expected = 0
         self._sent_at: dict[int, float] = {}
+        self.wakeup = 0.0
 
     # -- set-up --------------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
         env = self.env = ctx.env
+        self.wakeup = ctx.extra.get("app", {}).get("wakeup", 0.0)     # each reader's wake-up per message
         self.t0 = max(env.now, ctx.start_at + self.start_offset)
         self.t1 = self.t0 + (self.length if self.length is not None else ctx.duration)
         if self.proto == "udp":
@@ -122,6 +129,7 @@ class Exchange(Workload):
         t = self._sent_at.pop(seq, None)
         if t is None:
             return
+        now += self.wakeup                          # the client woken to read it
         if now <= self.t1:
             self.rtts.append(now - t)
         if self.loop == "closed":
@@ -136,6 +144,7 @@ class Exchange(Workload):
     def _server_got(self, seq: int, want, now: float) -> None:
         if not want:
             return
+        now += self.wakeup                          # the server woken to read the request
         pkt = Packet(self.rflow, udp_frame_size(self.response), now, self.response, seq, kind="response")
         pkt.t = now
         self.dst.send(pkt)
@@ -146,7 +155,11 @@ class Exchange(Workload):
             self._srv_have -= self.request
             seq = self._srv_seq
             self._srv_seq += 1
-            if self._wants_reply(seq):
+            if not self._wants_reply(seq):
+                continue
+            if self.wakeup:                             # the server woken to read the request
+                call_at(self.env, now + self.wakeup, self.server.write, self.response)
+            else:
                 self.server.write(self.response)
 
     def _tcp_client_reads(self, nbytes: int, now: float) -> None:

@@ -59,6 +59,7 @@ class _Server:
 class IperfUdp(Workload):
     kind = "iperf-udp"
     KEYS = {"tool", "proto", "name", "from", "to", "b", "l", "t", "start", "tos", "port", "trace_every"}
+    LENGTH_FLAG = ("iperf -l", "l")         # the datagram size's flag and key, for its error
 
     def __init__(self, rate_bps: float = 1e6, length: int = 1470, duration: float | None = None,
                  start: float = 0.0, tos: int = 0, port: int = IPERF_PORT, name: str | None = None,
@@ -68,8 +69,9 @@ class IperfUdp(Workload):
             raise ConfigError(f"iperf -b must be > 0, got {rate_bps}", key=f"workload.{self.name}.b",
                               fix='write e.g. b = "95mbit"')
         if not 1 <= length <= 65507:
-            raise ConfigError(f"iperf -l {length} is outside 1..65507 bytes", key=f"workload.{self.name}.l",
-                              fix='write e.g. l = "1470b"')
+            flag, key = self.LENGTH_FLAG
+            raise ConfigError(f"{flag} {length} is outside 1..65507 bytes", key=f"workload.{self.name}.{key}",
+                              fix=f'write e.g. {key} = "1470b"')
         if rate_bps / (length * 8) > 5e6:
             raise ConfigError(f"iperf -b {units.fmt_rate(rate_bps)} with -l {length} is over 5 million "
                               "datagrams/s", key=f"workload.{self.name}.b", fix="lower -b or raise -l")

@@ -1,4 +1,4 @@
-"""The application's wake-up on the TCP_RR path (app.wakeup; ovssim/workloads/netperf.py).
+"""The application's wake-up on the request/response paths (app.wakeup; ovssim/workloads/netperf.py, rr.py).
 
 A TCP_RR message wakes its blocked reader (sock_def_readable -> try_to_wake_up) on both ends, so a
 transaction pays two wake-ups; an ICMP echo is answered in softirq (icmp_echo, net/ipv4/icmp.c), so ping
@@ -34,6 +34,20 @@ def test_tcp_rr_pays_two_wakeups_per_transaction():
     assert lat0.size and lat1.size
     # each transaction: the server's and the client's wake-up (ms)
     assert np.median(lat1) - np.median(lat0) == pytest.approx(2 * WAKE * 1e3, rel=0.15)
+
+
+@pytest.mark.parametrize("workload", [
+    {"tool": "qperf", "test": "tcp_lat", "t": "0.3s"},
+    {"tool": "qperf", "test": "udp_lat", "t": "0.3s"},
+    {"tool": "sockperf", "proto": "udp", "m": "64b", "t": "0.3s"},
+])
+def test_qperf_and_sockperf_pay_two_wakeups_too(workload):
+    """qperf tcp_lat is what the local profiles' app.wakeup is fitted on (simulated there as netperf TCP_RR):
+    the tool itself pays the same two wake-ups, TCP or UDP (sk_data_ready = sock_def_readable for both)."""
+    _, r0 = _run(0.0, workload, "w:rtt")
+    _, r1 = _run(WAKE, workload, "w:rtt")
+    assert r0.size and r1.size
+    assert np.median(r1) - np.median(r0) == pytest.approx(2 * WAKE * 1e3, rel=0.15)
 
 
 def test_ping_skips_the_wakeup():

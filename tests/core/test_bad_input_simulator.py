@@ -55,6 +55,7 @@ SCENARIO_KEYS = {
     ("bridge", 0, "link"): NAME_BAD,
     ("bridge", 0, "host"): ["nohost", 1, [1], {"a": 1}],
     ("bridge", 0, "datapath_type"): NAME_BAD,
+    ("bridge", 0, "port_type"): NAME_BAD + ["AFXDP", True, "afxdp"],   # afxdp: on the kernel datapath
     ("bridge", 0, "uplink"): ["noeth", 1, [1], {"a": 1}],
     ("bridge", 0, "flows"): ["x", [1], [{"set_queue": "x"}], [{"match": {"nonsense": 1}, "set_queue": 1}],
                              [{"match": 5, "set_queue": 1}], [{"match": {"dport": -1}, "set_queue": 1}]],
@@ -101,6 +102,11 @@ PARAMS_BAD = [
     {"nonsense.param": 1}, {"ovs.handlers": 0}, {"ovs.handlers": BIG}, {"ovs.handlers": 1.5},
     {"ovs.idle_stall_prob": 2}, {"ovs.idle_stall_prob": -0.1}, {"switch.buffer": "1e99gb"},
     {"ovs.max_idle": "1e99s"}, {"ovs.max_idle": -1},
+    # issues 15, 17, 18: the application's wake-up and per-byte copies, the netdev thread's idle wake-up, AF_XDP
+    *({k: v} for k in ("app.wakeup", "app.send_per_byte", "app.recv_per_byte", "ovs.idle_wake",
+                       "ovs.afxdp.per_packet", "ovs.afxdp.per_batch", "ovs.afxdp.empty_poll")
+      for v in ("abc", -1, "1e99s", NAN, True)),
+    *({k: v} for k in ("ovs.afxdp.ring_size", "ovs.afxdp.tsc_mhz") for v in (0, -1, BIG, 1.5, "10", True)),
 ]
 
 
@@ -135,6 +141,30 @@ def _scenario_cases():
     doc = copy.deepcopy(SCENARIO)
     doc["params"] = {"a": {"b": 1}}
     yield "scenario:params-nested", doc
+    afxdp = copy.deepcopy(SCENARIO)            # an AF_XDP bridge (issue 18): what it needs, and what it forbids
+    afxdp["bridge"][0].update(datapath_type="netdev", port_type="afxdp")
+    for label, edit in [("linux-bridge", lambda d: d["bridge"][0].update(kind="linux")),
+                        ("one-core", lambda d: d["host"][0].update(cores=1)),
+                        ("vif-qdisc", lambda d: d["vm"][0].update(qdisc={"kind": "pfifo", "limit": 10}))]:
+        doc = copy.deepcopy(afxdp)
+        edit(doc)
+        yield f"scenario:afxdp-{label}", doc
+    udp_bw = {"name": "bw", "tool": "qperf", "test": "udp_bw", "from": "vm1", "to": "vm2", "t": "10ms"}
+    for key, v in [("m", 0), ("m", 70000), ("m", "x"), ("t", 0), ("port", 70000), ("cc", "cubic"),
+                   ("nonsense", 1)]:
+        doc = copy.deepcopy(SCENARIO)
+        doc["params"] = {"app.send_per_packet": "2us"}
+        doc["workload"][1] = {**udp_bw, key: v}
+        yield f"scenario:qperf-udp_bw.{key}={v!r}", doc
+    doc = copy.deepcopy(SCENARIO)                # udp_bw sends as fast as send() returns: it needs a send cost
+    doc["params"] = {"app.send_per_packet": "0us"}
+    doc["workload"][1] = udp_bw
+    yield "scenario:qperf-udp_bw-no-send-cost", doc
+    for v in ["yes", 2, "", [1]]:
+        doc = copy.deepcopy(SCENARIO)
+        doc["workload"][1] = {"name": "tcp", "tool": "iperf", "from": "vm1", "to": "vm2", "P": 2, "t": "10ms",
+                              "one_thread": v}
+        yield f"scenario:iperf-one_thread={v!r}", doc
 
 
 RAW_FILES = {
@@ -233,6 +263,10 @@ def _profile_cases():
     doc["nonsense"] = {"a": 1}
     yield "profile-unknown-table", doc
     yield "profile-params-not-table", '[profile]\nname = "p"\nparams = [1]\n'
+    for v in [-0.1, 1.5, "x", True, NAN, [1]]:          # [state] cpu_busy: a share in [0, 1] (issue 17)
+        doc = copy.deepcopy(PROFILE)
+        doc["state"] = {"speed_index": 1.0, "cpu_busy": v}
+        yield f"profile-state.cpu_busy={v!r}", doc
     for p in PARAMS_BAD:
         doc = copy.deepcopy(PROFILE)
         doc["params"] = p
@@ -409,5 +443,20 @@ def test_a_good_scenario_runs(tmp_path, capsys):
     assert rc == 0, lines
     _write(tmp_path / "sweep.toml", SWEEP)
     rc, lines = _run(["sweep", tmp_path / "sweep.toml", "--workers", "1", "--out", tmp_path / "o"], capsys)
+    assert rc == 0, lines
+
+    # the new keys' cases start from valid files: an AF_XDP bridge, qperf udp_bw with a send cost, one_thread
+    good = copy.deepcopy(SCENARIO)
+    good["bridge"][0].update(datapath_type="netdev", port_type="afxdp")
+    good["params"] = {"app.send_per_packet": "2us", "app.wakeup": "10us", "ovs.afxdp.ring_size": 64}
+    good["workload"] = [{"name": "bw", "tool": "qperf", "test": "udp_bw", "from": "vm1", "to": "vm2", "t": "10ms",
+                         "m": 1400},
+                        {"name": "tcp", "tool": "iperf", "from": "vm1", "to": "vm2", "P": 2, "t": "10ms",
+                         "one_thread": True}]
+    rc, lines = _run(["run", _write(tmp_path / "good.toml", good), "--workers", "1", "--format", "csv"], capsys)
+    assert rc == 0, lines
+    prof = copy.deepcopy(PROFILE)
+    prof["state"] = {"speed_index": 1.0, "cpu_busy": 0.02}
+    rc, lines = _run(["run", sc, "--workers", "1", "--profile", _write(tmp_path / "busy.toml", prof)], capsys)
     assert rc == 0, lines
 

@@ -5,6 +5,7 @@ from click.testing import CliRunner
 
 from ovssim import precedence
 from ovssim.cli import main
+from ovssim.errors import ConfigError
 from ovssim.profile import CPU_COSTS, SCHEMA, Profile
 from ovssim.runner import run_scenario
 from ovssim.scenario import from_dict
@@ -48,8 +49,11 @@ def test_a_busy_share_moves_the_state_and_no_parameter():
     quiet = slow.scaled(0.5, cpu_busy=0.02)
     assert quiet.busy_share() == 0.02 and slow.busy_share() == 1.0
     assert all(value(quiet, k) == value(slow, k) for k in SCHEMA)
-    with pytest.raises(Exception, match="cpu_busy"):
+    with pytest.raises(ConfigError, match="cpu_busy"):
         Profile({"profile": {"name": "x"}, "state": {"cpu_busy": 1.5}}, base=Profile.default())
+    for bad in (1.5, -0.1, float("nan"), "quiet", True):
+        with pytest.raises(ConfigError, match="cpu_busy"):
+            slow.scaled(0.5, cpu_busy=bad)
 
 
 def test_draws_scale_draw_for_draw_and_scalings_compose():
