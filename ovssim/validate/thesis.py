@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ..fit.calibrate import Param, Target, target_sigma
 from . import plots
-from .base import SCENARIOS, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
+from .base import SCENARIOS, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, shown,
+                   variant
 from .compare import Comparison, mean_ci, ranking_agreement
 from .seed_data import SEED_DIR, THESIS_SCHEDULERS, load_seed_table, thesis_table
 from .simulate import Config, Runner
@@ -85,7 +86,7 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
         cfgs = [_config(virt, b, s) for b in BRIDGES for s in scheds]
         sims = runner.run(cfgs, str(prof), reps=settings.reps, seed=2016)
         tb = TestbedResult(f"thesis_{virt}", f"Seed 000 thesis testbed, {virt.upper() if virt == 'kvm' else 'Docker'}",
-                           profile=str(prof.relative_to(SCENARIOS.parents[1])))
+                           profile=shown(prof))
         tb.split = ("Fitted on the FIFO row of OVS and Linux bridge (3 parameters; targets TCP_RR RTT and UDP jitter, 4 "
                     "targets; FIFO throughput is reported in-sample but no parameter was fitted to it); the other "
                     "five schedulers are held out." if virt == "kvm" else
