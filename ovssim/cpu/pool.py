@@ -69,6 +69,7 @@ class CpuPool:
         self.schedule_threads = False
         self.deferred = 0                 # softirq work items run by ksoftirqd (behind threads)
         self.migrations = 0               # threads moved to an idle core at wake-up
+        self.rtc_senders: list[list] = [[] for _ in range(cores)]   # run-to-completion senders per core (turns)
 
     # --- softirq / keyed work -------------------------------------------------------------
     def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None) -> float | None:

@@ -128,10 +128,13 @@ class TcpSender:
         self.cpu_key = conn_key(sock.flow)
         # on a host that schedules threads, the sending process is one (ovssim.cpu), first on that core
         self.app_thread = cpu.app_thread("tcp-send", self.cpu_key) if cpu is not None else None
-        # run to completion (an inline_tx endpoint): the flow's core, as (its pool's free times, index)
-        self._rtc = ((cpu.free, self.cpu_key % cpu.cores)
-                     if cpu is not None and getattr(sock.endpoint, "inline_tx", False) else None)
+        # run to completion (an inline_tx endpoint): the flow's core, as (its pool's free times, index,
+        # the senders that take turns on it where the host schedules threads, else None)
+        self._rtc = None
         self._rtc_at = INF                      # when a push deferred by run to completion resumes
+        self._rtc_since = INF                   # since when it has waited for its core (turns)
+        if cpu is not None and getattr(sock.endpoint, "inline_tx", False):
+            self._rtc_join(cpu, self.cpu_key % cpu.cores)
         # sequence space (bytes, starting at 0)
         self.snd_una = 0
         self.snd_nxt = 0
@@ -283,12 +286,17 @@ class TcpSender:
                 break
             if rtc is not None:
                 free = rtc[0][rtc[1]]
-                if free > now:                 # still carrying earlier segments through the kernel
+                # still carrying earlier segments through the kernel, or another sender's turn
+                if free > now or (rtc[2] is not None and self._rtc_behind(rtc[2], now)):
                     self.cwnd_limited = False
-                    if free < self._rtc_at:
-                        self._rtc_at = free
-                        call_at(self.env, free, self._rtc_resume)
+                    if self._rtc_since == INF:
+                        self._rtc_since = now
+                    wake = free if free > now else now
+                    if wake < self._rtc_at:
+                        self._rtc_at = wake
+                        call_at(self.env, wake, self._rtc_resume)
                     break
+                self._rtc_since = INF
             if self.pacing and self._wstamp > now and self.data_segs_out >= 10:
                 # tcp_pacing_check: the pacing timer sends the next one at its departure time.
                 # Under fq the segment goes to the qdisc with its timestamp, but TCP Small Queues
@@ -474,7 +482,33 @@ class TcpSender:
         """Do the sending work on ``other``'s core: one thread writing both sockets (iperf3 before 3.16
         runs every ``-P`` stream in its one thread)."""
         self.cpu_key = other.cpu_key
-        self._rtc = other._rtc
+        if self._rtc is not None and self._rtc[2] is not None:
+            self._rtc[2].remove(self)
+        self._rtc = None
+        if other._rtc is not None:
+            self._rtc_join(self.cpu, other._rtc[1])
+
+    def _rtc_join(self, cpu, core: int) -> None:
+        """Run to completion on ``core``; where the host schedules threads, take turns with its other senders.
+
+        Each sending task carries its segments through the kernel on its own CPU time, and the fair
+        class shares a core among its runnable tasks (kernel/sched/fair.c): when the core is free,
+        the sender that has waited longest for it goes first (FIFO turns, one skb's run to
+        completion each; over a slice each runnable sender gets an equal share, as EEVDF gives
+        equal-weight tasks).  Without turns the sender whose wake-up comes first at each free
+        instant kept the core and the core's other flows never sent (iperf -P 8 on 2 cores:
+        Jain 0.25, 6 of 8 streams at 0).  Not modelled: turns a whole slice long (tried: they left
+        a core ~18 % idle in that scenario, holding the core for a sender that was not ready)."""
+        peers = None
+        if getattr(cpu, "schedule_threads", False):
+            peers = cpu.rtc_senders[core]
+            peers.append(self)
+        self._rtc = (cpu.free, core, peers)
+
+    def _rtc_behind(self, peers: list, now: float) -> bool:
+        """Whether another sender on this core, waiting for it (a wake-up pending), has waited longer."""
+        mine = (self._rtc_since if self._rtc_since < now else now, peers.index(self))
+        return any(p is not self and p._rtc_at < INF and (p._rtc_since, i) < mine for i, p in enumerate(peers))
 
     def _rtc_resume(self, _=None) -> None:
         """The flow's core is free again: send what was held back (a stale wake-up does nothing).
@@ -497,6 +531,8 @@ class TcpSender:
                     call_at(self.env, free, self._rtc_resume)
                     return
             self.push()
+            if self._rtc_at == INF:
+                self._rtc_since = INF      # sent, or stopped by something else than the core: no longer waiting
 
     def _transmit(self, seq: int, n: int, now: float, new: bool, segs: int = 1) -> None:
         sock = self.sock
