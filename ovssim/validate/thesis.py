@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from ..fit.calibrate import Param, Target, target_sigma
 from . import plots
-from .base import SCENARIOS, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, shown,
-                   variant
+from .base import (SCENARIOS, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, shown,
+                   variant)
 from .compare import Comparison, mean_ci, ranking_agreement
 from .seed_data import SEED_DIR, THESIS_SCHEDULERS, load_seed_table, thesis_table
 from .simulate import Config, Runner
