@@ -8,7 +8,8 @@ copies per byte (``tcp_sendmsg``'s copy from user, ``tcp_recvmsg``'s copy to use
 ``app.send_per_byte`` = ``app.recv_per_byte``, the same memcpy either way) are measured there, not
 fitted: the receiving iperf3's own CPU per byte (:func:`copy_cost_per_byte`).  One parameter is
 fitted on the four rows: the cost of a write() call (``app.send_per_call``), over the per-skb costs
-fitted before (``calibration/local_netns.toml``).  It writes ``calibration/local_batching.toml``.
+fitted before (``calibration/local_netns_busy.toml``: these campaigns ran on a busy machine, as
+its data did).  It writes ``calibration/local_batching.toml``.
 
 Held out: every row of ``data/local/2026-11-24/local-offloads`` (Linux bridge offloads on and off,
 OVS netdev, 1 and 4 streams, qperf ``tcp_lat`` and ping beside them, OVS chains of 2 and 4
@@ -112,14 +113,14 @@ def _fit(runner: Runner, settings: Settings, fit_data: Path):
         runner, settings, name="local_batching", configs=cfgs, targets=targets, data_files=files,
         params=[Param.parse("app.send_per_call=1us..1000us")],
         fixed={"app.send_per_byte": copy, "app.recv_per_byte": copy},
-        base_profile="local_netns", x0={"app.send_per_call": 80e-6},
-        description="This machine's namespace testbed: local_netns plus the socket copies per byte (measured: the "
+        base_profile="local_netns_busy", x0={"app.send_per_call": 80e-6},
+        description="This machine's namespace testbed: local_netns_busy plus the socket copies per byte (measured: the "
                     "receiving iperf3's CPU per byte) and the cost of a write() call (fitted on the Linux bridge's "
                     "iperf3 throughput, offloads on and off, 128 KiB and 16 KiB writes)",
         method_note="app.send_per_byte = app.recv_per_byte = the receiving iperf3's CPU per byte (cpu_util_total "
                     "over bytes) in the offloads-on 128 KiB runs, not fitted; target of app.send_per_call: iperf3 "
                     "TCP throughput, Linux bridge, 1 bridge, offloads on and off, iperf3 -l 128 KiB and 16 KiB "
-                    "(data/local/2026-11-25/local-bytes); the other parameters fixed at local_netns; "
+                    "(data/local/2026-11-25/local-bytes); the other parameters fixed at local_netns_busy; "
                     "sigma = std/sqrt(n) of the runs")
 
 
@@ -159,8 +160,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
     tb.split = ("Fitted: one parameter (`app.send_per_call`) on the four rows of data/local/2026-11-25/local-bytes "
                 "(offloads on and off, 128 and 16 KiB writes); measured there, not fitted: the socket copies per "
                 "byte (`app.send_per_byte` = `app.recv_per_byte` = the receiving iperf3's CPU per byte); every other "
-                "parameter comes from calibration/local_netns.toml (fitted on data/local/local-bridges, offloads "
-                "off).  Held out: every row of data/local/2026-11-24/local-offloads.")
+                "parameter comes from calibration/local_netns_busy.toml (fitted on the busy 22-Nov "
+                "data/local/local-bridges, offloads off: these campaigns ran on a busy machine too).  Held out: every row of data/local/2026-11-24/local-offloads.")
     call = (tb.fit.get("params") or {}).get("app.send_per_call", "?")
     copy = copy_cost_per_byte(fdf)
     tb.notes.append(
