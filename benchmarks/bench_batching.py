@@ -89,6 +89,8 @@ def main() -> None:
     on, off = res[True], res[False]
     print(f"ratios tx-off / offloads-on: wall per MB {off[0] / off[2] / (on[0] / on[2]):.1f}x, "
           f"events per MB {off[3] / on[3]:.1f}x, calls per MB {off[4] / on[4]:.1f}x")
+    from ovssim.collect.state import load_note
+    print(load_note())
     print(f"target (offloads on): wall <= 5 s -> {'met' if on[0] <= 5.0 else 'not met'} ({on[0]:.2f} s)")
 
 

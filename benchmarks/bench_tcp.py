@@ -199,6 +199,8 @@ def main() -> None:
     else:
         print(f"(c) ns-3 dumbbell (one P2P link, FIFO), same 10 s: wall {n3:.3f} s")
         print(f"    ratio ns-3 wall / ovssim wall: full path {n3 / wall:.2f}x, bare ports {n3 / w2:.2f}x")
+    from ovssim.collect.state import load_note
+    print(load_note())
     if "--profile" in sys.argv[1:]:
         for name, fn in (("(a)", bench_full_path), ("(b)", bench_two_ports)):
             groups = profile_split(fn)

@@ -37,6 +37,8 @@ _EXPORTS: dict[str, str] = {
     "LinuxBridge": "path.linux_bridge:LinuxBridge",
     "PatchPort": "path.links:PatchPort",
     "VethLink": "path.links:VethLink",
+    "AfxdpPort": "path.afxdp:AfxdpPort",
+    "PmdThread": "path.afxdp:PmdThread",
     "EgressPort": "path.port:EgressPort",
     "Nic": "path.nic:Nic",
     "PhysicalSwitch": "path.switch:PhysicalSwitch",

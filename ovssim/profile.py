@@ -35,7 +35,11 @@ SCHEMA: dict[str, str] = {
     # net.core.wmem_default / rmem_default = 212992 (see ovssim/path/afpacket.py)
     "ovs.tx_sndbuf": "size", "ovs.rx_rcvbuf": "size",
     # the netdev datapath thread's stall when woken after idling (ovssim/path/datapath.py)
-    "ovs.idle_stall_prob": "prob", "ovs.idle_stall": "time", "ovs.idle_after": "time",
+    "ovs.idle_stall_prob": "prob", "ovs.idle_stall": "time", "ovs.idle_after": "time", "ovs.idle_wake": "time",
+    # AF_XDP ports' PMD thread (ovssim/path/afxdp.py): its own work per frame and per batch, an empty poll,
+    # the XSK ring size and the TSC rate (MHz) pmd-perf-show counts cycles in
+    "ovs.afxdp.per_packet": "time", "ovs.afxdp.per_batch": "time", "ovs.afxdp.empty_poll": "time",
+    "ovs.afxdp.ring_size": "int", "ovs.afxdp.tsc_mhz": "int",
     "linux_bridge.forward": "dist",
     "patch.translate": "time", "veth.cpu_per_packet": "time", "veth.cpu_per_byte": "time",
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
@@ -47,7 +51,9 @@ SCHEMA: dict[str, str] = {
     "patch.cpu_per_packet": "time",
     "switch.latency": "time", "switch.buffer": "size",
     "app.send_per_packet": "time", "app.recv_per_packet": "time", "app.rr_processing": "time",
-    "app.send_per_call": "time",
+    "app.send_per_call": "time", "app.wakeup": "time",
+    # the socket copies per byte (tcp_sendmsg from user, tcp_recvmsg to user) on the application's core
+    "app.send_per_byte": "time", "app.recv_per_byte": "time",
 }
 for _k in VIF_KINDS:
     SCHEMA[f"vif.{_k}.backend_delay"] = "dist"
@@ -63,11 +69,16 @@ for _q in QDISC_KINDS:
 # idle stall, thresholds, sizes, counts and probabilities.
 CPU_COSTS: frozenset[str] = frozenset((
     "ovs.stats", "ovs.lookup", "ovs.actions", "ovs.upcall", "ovs.lookup_per_mask", "ovs.latency",
+    "ovs.afxdp.per_packet", "ovs.afxdp.per_batch", "ovs.afxdp.empty_poll",
     "linux_bridge.forward", "patch.translate", "veth.cpu_per_packet", "veth.cpu_per_byte", "host.stack_delay",
     "app.send_per_packet", "app.recv_per_packet", "app.rr_processing", "app.send_per_call",
+    "app.send_per_byte", "app.recv_per_byte",
     *(f"vif.{k}.{c}" for k in VIF_KINDS for c in ("cpu_per_packet", "cpu_per_byte")),
 ))
-STATE_KEYS = {"speed_index", "loadavg", "steal_share", "data", "note"}
+# cpu_busy: the share of the host's cores busy with other work while the data were taken (the collector's
+# cpu_busy of runs whose own tool uses next to no CPU, such as ping): what the netdev thread's wake-up after
+# idling finds (ovssim/path/datapath.py, idle_stall_state); 1 when a profile does not state it
+STATE_KEYS = {"speed_index", "loadavg", "steal_share", "cpu_busy", "data", "note"}
 
 PROFILE_DIRS = (Path("calibration"),)
 DEFAULT_LABEL = "default profile"      # the origin of a value of the embedded default
@@ -135,6 +146,10 @@ class Profile:
         if unknown:
             raise ConfigError(f"unknown key {unknown[0]!r} in [state]", file=source, key=f"state.{unknown[0]}",
                               fix=f"[state] takes: {', '.join(sorted(STATE_KEYS))}")
+        busy = state.get("cpu_busy")
+        if busy is not None and (isinstance(busy, bool) or not isinstance(busy, (int, float)) or not 0 <= busy <= 1):
+            raise ConfigError(f"cpu_busy {busy!r} is not a share in [0, 1]", file=source, key="state.cpu_busy",
+                              fix="write [state] cpu_busy = 0.02 (the busy share of the cores during the data)")
         idx = state.get("speed_index")
         if idx is not None and (isinstance(idx, bool) or not isinstance(idx, (int, float)) or not 0 < idx < 1e6):
             raise ConfigError(f"speed_index {idx!r} is not a positive number", file=source,
@@ -233,9 +248,10 @@ class Profile:
         overrides): what a profile given on the command line imposes (:mod:`ovssim.precedence`)."""
         return {k for k, o in self.origin.items() if o != DEFAULT_LABEL}
 
-    def scaled(self, speed_index: float) -> "Profile":
+    def scaled(self, speed_index: float, cpu_busy: float | None = None) -> "Profile":
         """A copy for a host of ``speed_index`` (ovssim.collect.state): every CPU cost (:data:`CPU_COSTS`)
-        times (this profile's index / ``speed_index``), every other parameter unchanged."""
+        times (this profile's index / ``speed_index``), every other parameter unchanged; with ``cpu_busy``,
+        the copy's state has that busy share (what the netdev thread's wake-ups find, :meth:`busy_share`)."""
         own = self.state.get("speed_index")
         if own is None:
             raise ConfigError(f"profile {self.name!r} states no speed index, so it cannot be scaled to "
@@ -248,8 +264,14 @@ class Profile:
         p.__dict__.update(self.__dict__)
         p.cpu_factor = self.cpu_factor * own / speed_index
         p.state = {**self.state, "speed_index": speed_index}
+        if cpu_busy is not None:
+            p.state["cpu_busy"] = float(cpu_busy)
         p._dists = {}
         return p
+
+    def busy_share(self) -> float:
+        """The share of the host's cores busy with other work in this profile's state (1 if not stated)."""
+        return float(self.state.get("cpu_busy", 1.0))
 
     # -- access --------------------------------------------------------------------
     def dist(self, key: str) -> Distribution:

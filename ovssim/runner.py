@@ -61,7 +61,9 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
     app = {"send_per_packet": profile.time("app.send_per_packet"),
            "recv_per_packet": profile.time("app.recv_per_packet"),
            "rr_processing": profile.time("app.rr_processing"),
-           "send_per_call": profile.time("app.send_per_call")}
+           "send_per_call": profile.time("app.send_per_call"), "wakeup": profile.time("app.wakeup"),
+           "send_per_byte": profile.time("app.send_per_byte"),
+           "recv_per_byte": profile.time("app.recv_per_byte")}
     workloads = []
     for wt in sc.workloads:
         wl = make_workload(wt)
@@ -82,13 +84,20 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
         for k, v in wl.samples().items():
             samples[f"{name}:{k}"] = v
     for hname, cpu in topo.hosts.items():
-        util = cpu.utilisation(end)
+        util = list(cpu.utilisation(end))
+        pmd = topo.pmds.get(hname)
+        if pmd is not None:          # the PMD's core, after the host's others: busy-polling, always 100 %
+            util.append(pmd.utilisation(end) / 100.0)
         rows.append({"rep": rep, "workload": "system", "metric": f"cpu_util.{hname}", "unit": "%",
                      "value": 100.0 * float(np.mean(util))})
         for core, u in enumerate(util):
             rows.append({"rep": rep, "workload": "system", "metric": f"cpu_util.{hname}.core{core}",
                          "unit": "%", "value": 100.0 * u})
     counters = topo.counters()
+    for hname in topo.pmds:          # dpif-netdev/pmd-perf-show, and the AF_XDP rings' drops
+        for k, v in counters[f"pmd:{hname}"].items():
+            rows.append({"rep": rep, "workload": "system", "metric": f"pmd.{hname}.{k}",
+                         "unit": "%" if k.endswith("_pct") else "count", "value": float(v)})
     for key, c in counters.items():
         if key.startswith("bridge:") and "hit" in c:
             # tx_dropped, rx_dropped[.port]: only with AF_PACKET socket buffers (ovs.tx_sndbuf, ovs.rx_rcvbuf)

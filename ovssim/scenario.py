@@ -9,7 +9,8 @@ optional except ``[scenario]``, ``[[host]]`` and ``[[workload]]``)::
     [params]     "dotted.profile.name" = value     # overrides the profile
     [[host]]     name, cores
     [[bridge]]   name, host, kind = "ovs" | "linux", chain = 1..9, link = "patch" | "veth",
-                 uplink = NIC name, datapath_type = "system" | "netdev" (OVS only; default system)
+                 uplink = NIC name, datapath_type = "system" | "netdev" (OVS only; default system),
+                 port_type = "system" | "afxdp" (the VIFs' OVS interface type; afxdp needs netdev)
     [[vm]]       name, host, vif = "kvm-tap" | "xen-vif" | "xen-hvm-tap" | "container-veth" |
                  "bare-metal", vcpus, bridge (a bridge or chain member "br0-2"), vlan | trunks,
                  qdisc (the VIF port's egress qdisc: tc form or OVS QoS form),
@@ -245,6 +246,16 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         if dpt is not None and dpt not in ("system", "netdev"):
             raise _err(file, f"bridge.{n}.datapath_type", f"unknown datapath_type {dpt!r}",
                        'use "system" (the kernel datapath) or "netdev" (the userspace datapath)')
+        pt = b.get("port_type")           # the VIFs' OVS interface type (AF_XDP: issue 18)
+        if pt is not None and pt not in ("system", "afxdp"):
+            raise _err(file, f"bridge.{n}.port_type", f"unknown port_type {pt!r}",
+                       'use "system" (AF_PACKET, default) or "afxdp"')
+        if pt == "afxdp" and (kind != "ovs" or dpt != "netdev"):
+            raise _err(file, f"bridge.{n}.port_type", "AF_XDP ports need an OVS bridge on the userspace datapath",
+                       'set kind = "ovs" and datapath_type = "netdev"')
+        if pt == "afxdp" and hosts[b["host"]]["cores"] < 2:
+            raise _err(file, f"host.{b['host']}.cores", "an AF_XDP bridge's PMD thread takes a core of its own",
+                       "give the host cores = 2 or more")
         flows = b.setdefault("flows", [])
         if flows and kind != "ovs":
             raise _err(file, f"bridge.{n}.flows", "OpenFlow rules need an OVS bridge", 'use kind = "ovs"')

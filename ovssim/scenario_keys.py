@@ -50,6 +50,9 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "uplink": "The `[[nic]]` attached as the bridge's physical port.",
         "flows": "OpenFlow rules `{ match = {...}, set_queue = N }` selecting an OVS QoS queue.",
         "datapath_type": 'OVS datapath: `"system"` (kernel, default) or `"netdev"` (userspace).',
+        "port_type": 'OVS interface type of its VIFs: `"system"` (AF_PACKET, default) or `"afxdp"` '
+                     '(AF_XDP; needs `datapath_type = "netdev"`): a PMD thread busy-polls them on a core of '
+                     'its own, taken from the host\'s `cores`, in batches of up to 32 (profile `ovs.afxdp.*`).',
     },
     "vm": {
         "name": "Endpoint name (workloads run `from`/`to` it).",

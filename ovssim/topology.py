@@ -11,6 +11,8 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
+from .path.afxdp import AfxdpPort, PmdThread
+from .distributions import Sampler
 from .path.cpu import CpuPool
 from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
 from .path.endpoint import Endpoint
@@ -43,6 +45,7 @@ class Topology:
     switches: dict = field(default_factory=dict)
     vifs: dict = field(default_factory=dict)         # vm -> (tx, rx)
     guest_cpus: dict = field(default_factory=dict)
+    pmds: dict = field(default_factory=dict)         # host -> PmdThread (hosts with AF_XDP bridges)
 
     def counters(self) -> dict[str, dict]:
         """Per-element counters for the run's report (datapath, qdiscs, CPU refusals)."""
@@ -58,6 +61,10 @@ class Topology:
                                     "qlen": st.qlen, "port_drops": port.dropped}
         for name, cpu in self.hosts.items():
             out[f"cpu:{name}"] = {"refused": cpu.refused, "jobs": cpu.jobs}
+        for name, pmd in self.pmds.items():
+            out[f"pmd:{name}"] = {**pmd.perf_show(),
+                                  "rx_dropped": sum(q.rx_dropped for q in pmd.rxqs),
+                                  "tx_dropped": sum(q.tx_dropped for q in pmd.rxqs)}
         return out
 
 
@@ -72,8 +79,18 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     topo = Topology(env)
     d = sc.data
     backlog = profile.int("host.netdev_max_backlog")
+    # a host with AF_XDP bridges runs one PMD thread on a core of its own (pmd-cpu-mask): the host's
+    # other work gets the remaining cores
+    pmd_hosts = {b["host"] for b in d.get("bridge", []) if b.get("port_type") == "afxdp"}
     for h in d.get("host", []):
-        topo.hosts[h["name"]] = CpuPool(env, h["cores"], h["name"], backlog_limit=backlog)
+        pmd = h["name"] in pmd_hosts
+        topo.hosts[h["name"]] = CpuPool(env, h["cores"] - pmd, h["name"], backlog_limit=backlog)
+        if pmd:
+            topo.pmds[h["name"]] = PmdThread(
+                env, core=h["cores"] - 1, per_batch=profile.time("ovs.afxdp.per_batch"),
+                per_packet=profile.time("ovs.afxdp.per_packet"), empty_poll=profile.time("ovs.afxdp.empty_poll"),
+                tsc_hz=1e6 * profile.int("ovs.afxdp.tsc_mhz"), name=f"{h['name']}.pmd")
+    afxdp_members: set = set()
 
     # bridges and their chains
     chain_members: dict[str, list] = {}
@@ -83,19 +100,26 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     def _ovs_thread(host: str):
         if host not in ovs_threads:
             ovs_threads[host] = idle_stall_state(profile.prob("ovs.idle_stall_prob"), profile.time("ovs.idle_stall"),
-                                                 profile.time("ovs.idle_after"), rng(f"{host}.ovs.idle_stall"), host)
+                                                 profile.time("ovs.idle_after"), rng(f"{host}.ovs.idle_stall"), host,
+                                                 idle_wake=profile.time("ovs.idle_wake"),
+                                                 busy_share=profile.busy_share())
         return ovs_threads[host]
 
     for b in d.get("bridge", []):
-        cpu = topo.hosts[b["host"]]
+        afxdp = b.get("port_type") == "afxdp"
+        # AF_XDP: the datapath's work (and its patch ports') runs in the PMD thread, which never sleeps
+        cpu = topo.pmds[b["host"]] if afxdp else topo.hosts[b["host"]]
         members = []
         for i in range(b["chain"]):
             name = b["name"] if i == 0 else f"{b['name']}-{i + 1}"
             if b["kind"] == "ovs":
                 handlers = profile.int("ovs.handlers")
-                br = OvsDatapath(env, name, cpu, stats=profile.sampler("ovs.stats", rng(f"{name}.stats")),
-                                 lookup=profile.sampler("ovs.lookup", rng(f"{name}.lookup")),
-                                 actions=profile.sampler("ovs.actions", rng(f"{name}.actions")),
+                # AF_XDP: the PMD's whole per-frame pass is ovs.afxdp.per_packet (the fitted netdev costs
+                # ovs.stats/lookup/actions carry AF_PACKET's system calls and copies, which XSK rings replace)
+                step = (lambda key: Sampler(0.0, rng(key))) if afxdp else (
+                    lambda key: profile.sampler(key, rng(f"{name}.{key[4:]}")))
+                br = OvsDatapath(env, name, cpu, stats=step("ovs.stats"), lookup=step("ovs.lookup"),
+                                 actions=step("ovs.actions"),
                                  upcall=profile.sampler("ovs.upcall", rng(f"{name}.upcall")),
                                  lookup_per_mask=profile.time("ovs.lookup_per_mask"),
                                  masks=profile.int("ovs.masks"), handlers=handlers,
@@ -103,13 +127,15 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  max_idle=profile.time("ovs.max_idle"),
                                  flow_limit=profile.int("ovs.flow_limit"),
                                  rules=[QueueRule(f.get("match", {}), f["set_queue"]) for f in b["flows"]],
-                                 latency=profile.sampler("ovs.latency", rng(f"{name}.latency")),
-                                 sndbuf=int(profile.size("ovs.tx_sndbuf")),
-                                 rcvbuf=int(profile.size("ovs.rx_rcvbuf")),
-                                 stall_state=_ovs_thread(b["host"]),
+                                 latency=None if afxdp else profile.sampler("ovs.latency", rng(f"{name}.latency")),
+                                 sndbuf=0 if afxdp else int(profile.size("ovs.tx_sndbuf")),
+                                 rcvbuf=0 if afxdp else int(profile.size("ovs.rx_rcvbuf")),
+                                 stall_state=None if afxdp else _ovs_thread(b["host"]),
                                  # netdev: ovs-vswitchd's one polling thread does every packet's work
                                  thread_key=(zlib.crc32(f"{b['host']}.ovs-vswitchd".encode())
-                                             if b.get("datapath_type") == "netdev" else None))
+                                             if b.get("datapath_type") == "netdev" and not afxdp else None))
+                if afxdp:
+                    afxdp_members.add(name)
             else:
                 br = LinuxBridge(env, name, cpu, forward=profile.sampler("linux_bridge.forward",
                                                                          rng(f"{name}.forward")))
@@ -186,11 +212,14 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         stack = VifLatency(env, profile.sampler("host.stack_delay", rng(f"{v['name']}.stack")), ep,
                            lookahead=True, stage="stack")
         rx.out = stack
-        port = EgressPort(env, None, v.get("qdisc", DEFAULT_VIF_QDISC), rx.latency, mtu=v["mtu"],
-                          name=f"{v['name']}-vif", service=rx.service, lookahead=True)
-        _qdisc_cost(port, host_cpu, profile)
-        bport = br.add_port(f"{v['name']}-vif", port, vlan=v.get("vlan"), trunks=v.get("trunks"))
-        tx.out = bport
+        if br.name in afxdp_members:
+            _afxdp_vif(env, topo, sc, v, br, tx, rx, profile)
+        else:
+            port = EgressPort(env, None, v.get("qdisc", DEFAULT_VIF_QDISC), rx.latency, mtu=v["mtu"],
+                              name=f"{v['name']}-vif", service=rx.service, lookahead=True)
+            _qdisc_cost(port, host_cpu, profile)
+            tx.out = br.add_port(f"{v['name']}-vif", port, vlan=v.get("vlan"), trunks=v.get("trunks"))
+            topo.ports[f"{br.name}:{v['name']}-vif"] = port
         # the guest interface's transmit: a GSO skb goes whole to a device with TSO, else it is
         # segmented in software on the guest's CPU (validate_xmit_skb -> skb_gso_segment)
         ep.out = tx if features["tso"] else SoftwareGso(
@@ -203,10 +232,29 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
             ep.tsq = True
         topo.endpoints[v["name"]] = ep
         topo.vifs[v["name"]] = (tx, rx)
-        topo.ports[f"{br.name}:{v['name']}-vif"] = port
     for ep in topo.endpoints.values():
         call_at(env, 0.0, _announce, ep)
     return topo
+
+
+def _afxdp_vif(env, topo, sc, v, br, tx, rx, profile) -> None:
+    """The VIF as an OVS ``afxdp`` port: frames from the guest's veth land in the XSK rx ring (the XDP
+    program's redirect, on the host's cores), the host's PMD polls it into the bridge; frames for the
+    guest leave through the tx ring at the PMD's flush, straight to the device (generic-mode
+    ``__xsk_generic_xmit`` -> ``__dev_direct_xmit``: no qdisc), then the veth's crossing (``rx``, on the
+    PMD's core: the ``sendto`` kick runs it)."""
+    if v.get("qdisc") is not None:
+        raise ConfigError("an AF_XDP port's transmit bypasses the qdisc (generic mode: __dev_direct_xmit)",
+                          file=sc.file, key=f"vm.{v['name']}.qdisc",
+                          fix='drop the qdisc, or use port_type = "system" on its bridge')
+    pmd = topo.pmds[v["host"]]
+    xsk = AfxdpPort(env, f"{v['name']}-vif", ring_size=profile.int("ovs.afxdp.ring_size"), out=rx)
+    pmd.add_rxq(xsk)
+    # the kick's sendto() transmits on the veth in the PMD's own context (veth_xmit -> netif_rx onto
+    # the PMD core's backlog): the crossing towards the guest is the PMD core's work
+    rx.cpu = pmd
+    xsk.ingress = br.add_port(xsk.name, xsk.txring, vlan=v.get("vlan"), trunks=v.get("trunks"))
+    tx.out = xsk
 
 
 # Every endpoint announces its MAC with a gratuitous ARP at time 0, as a guest

@@ -187,6 +187,13 @@ def describe(state: dict) -> str:
             f"load {' '.join(f'{x:.2f}' for x in state['loadavg'])}, steal {100 * state['steal_share']:.1f}%{mhz}")
 
 
+def load_note() -> str:
+    """One line for a benchmark's output: the load now, and what it means for its wall times."""
+    one, five, fifteen = os.getloadavg()
+    return (f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores "
+            f"(above the core count wall time also measures the other processes: compare CPU times)")
+
+
 def campaign_states(meta: dict) -> dict:
     """The ``machine_state`` of a campaign's metadata: ``{"before": ..., "after": ...}`` (either may lack)."""
     return meta.get("machine_state") or {}

@@ -19,15 +19,28 @@ What it models (lib/netdev-afxdp.c, lib/dpif-netdev.c ``pmd_thread_main``,
   packets per batch, tx packets and batches.  Idle stretches are accounted analytically
   (the number of empty iterations that fit) rather than simulated one by one.
 
-Costs are parameters (profile keys ``ovs.afxdp.*`` when wired into a topology); none is
-fitted yet.  Not modelled: the fill/completion rings' recycling of UMEM frames, need_wakeup,
-several PMDs sharing a queue, the EMC/SMC/dpcls hit split (one per-packet cost).
+In a topology (``[[bridge]] port_type = "afxdp"``, :mod:`ovssim.topology`) the PMD also
+runs the bridges' datapath, the way ``dp_netdev_process_rxq_port`` runs ``dp_netdev_input``
+in the PMD thread: each polled port has an ``ingress`` (its bridge port); ``per_packet`` is
+a frame's whole dpif-netdev pass (the topology charges no ``ovs.stats/lookup/actions``
+there), and what the datapath does beyond it (patch crossings, waiting for an upcall, the tx
+kick's veth crossing) is charged to the PMD core through :meth:`PmdThread.serve`.  Frames
+for an AF_XDP port go to its :class:`TxRing` and leave at the end of the batch
+(``dp_netdev_pmd_flush_output_packets``, one ``sendto`` kick per port); in generic (skb)
+mode the kernel's ``__xsk_generic_xmit`` hands them to the device with
+``__dev_direct_xmit``: no qdisc.
+
+Costs are parameters (profile keys ``ovs.afxdp.*``).  Not modelled: the fill/completion
+rings' recycling of UMEM frames, need_wakeup, several PMDs sharing a queue, the
+EMC/SMC/dpcls hit split (one per-packet cost), a PMD time-sliced with other threads on an
+overloaded host (the PMD here owns its core).
 """
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
 
+from .. import units
 from ..sched import call_at
 
 RING_SIZE = 2048            # XSK_RING_CONS__DEFAULT_NUM_DESCS / XSK_RING_PROD__DEFAULT_NUM_DESCS
@@ -49,6 +62,8 @@ class AfxdpPort:
         self.rx_dropped = 0         # rx ring full (the XDP program's xsk redirect fails)
         self.tx_packets = 0
         self.tx_dropped = 0         # tx ring full
+        self.ingress = None         # the bridge port the PMD hands received frames to (topology)
+        self.txring = TxRing(self)
 
     def put(self, pkt) -> None:
         now = self.env._now
@@ -62,12 +77,40 @@ class AfxdpPort:
     def transmit(self, batch: list, t: float) -> None:
         """The PMD's tx flush: the batch enters the tx ring; the kick sends it at ``t``."""
         room = self.ring_size
-        for pkt in batch[:room]:
+        if len(batch) > room:
+            self.tx_dropped += len(batch) - room
+            batch = batch[:room]
+        for pkt in batch:
             pkt.t = t
-            self.tx_packets += 1
-            if self.out is not None:
-                self.out.put(pkt)
-        self.tx_dropped += max(0, len(batch) - room)
+        self.tx_packets += len(batch)
+        if self.out is None:
+            return
+        if t > self.env._now:       # the PMD runs ahead of the clock: the frames leave when it gets there
+            call_at(self.env, t, self._send, batch)
+        else:
+            self._send(batch)
+
+    def _send(self, batch: list) -> None:
+        for pkt in batch:
+            self.out.put(pkt)
+
+
+class TxRing:
+    """An AF_XDP port's tx ring as the datapath fills it: ``put(pkt)`` queues the frame for the
+    PMD's flush at the end of its batch; outside a PMD batch (another thread) it is sent at once."""
+
+    def __init__(self, port: AfxdpPort):
+        self.port = port
+        self.pending: list = []
+
+    def put(self, pkt) -> None:
+        pmd = self.port.pmd
+        if pmd is None or not pmd.in_batch:
+            self.port.transmit([pkt], pkt.t)
+            return
+        if not self.pending:
+            pmd.dirty.append(self)
+        self.pending.append(pkt)
 
 
 @dataclass
@@ -80,6 +123,7 @@ class PmdPerf:
     idle_cycles: int = 0
     rx_packets: int = 0
     rx_batches: int = 0
+    max_rx_batch: int = 0       # the largest rx batch (the top bin of pmd-perf-show's histogram)
     tx_packets: int = 0
     tx_batches: int = 0
 
@@ -106,8 +150,11 @@ class PmdThread:
 
     def __init__(self, env, *, core: int = 1, per_batch: float, per_packet: float, empty_poll: float,
                  batch: int = NETDEV_MAX_BURST, tsc_hz: float = 2.0e9, forward=None, name: str = "pmd"):
+        per_batch, per_packet, empty_poll = units.time(per_batch), units.time(per_packet), units.time(empty_poll)
         if not (per_batch >= 0 and per_packet >= 0 and empty_poll > 0):
             raise ValueError("PMD costs must be >= 0 (empty_poll > 0)")
+        if not 1 <= batch <= NETDEV_MAX_BURST:
+            raise ValueError(f"a PMD's rx batch is 1..{NETDEV_MAX_BURST} frames (NETDEV_MAX_BURST), got {batch}")
         self.env = env
         self.core = core
         self.per_batch = per_batch
@@ -123,10 +170,21 @@ class PmdThread:
         self.t = env.now                # where the polling loop has got to
         self._next = 0                  # the rx queue visited next
         self._ev_at = INF               # a pending loop event
+        self.in_batch = False           # inside a batch's processing: tx goes through the rings
+        self.dirty: list[TxRing] = []   # tx rings with frames to flush at the batch's end
 
     def add_rxq(self, port: AfxdpPort) -> None:
         port.pmd = self
         self.rxqs.append(port)
+
+    def serve(self, t: float, cost: float, key=None) -> float:
+        """Datapath work of ``cost`` seconds on the PMD core (the :class:`~ovssim.path.cpu.CpuPool`
+        ``serve`` contract, never refused): it starts when the PMD gets to it, at or after ``t``."""
+        start = t if t > self.t else self.t
+        self.t = start + cost
+        if not self.in_batch:           # work handed over from outside the loop: busy time of its own
+            self.perf.busy_cycles += int(cost * self.tsc_hz)
+        return self.t
 
     # -- the loop -------------------------------------------------------------------------
     def wake(self, arrival: float) -> None:
@@ -161,33 +219,28 @@ class PmdThread:
         busy = 0.0
         got = 0
         perf = self.perf
-        t = self.t
         for _ in range(len(self.rxqs)):
             q = self.rxqs[self._next]
             self._next = (self._next + 1) % len(self.rxqs)
             batch = []
+            t = self.t
             while q.rx and len(batch) < self.batch and q.rx[0][0] <= t:
                 batch.append(q.rx.popleft()[1])
             if not batch:
-                t += self.empty_poll
+                self.t = t + self.empty_poll
                 busy += self.empty_poll
                 continue
             q.rx_packets += len(batch)
-            cost = self.per_batch + self.per_packet * len(batch)
-            t += cost
-            busy += cost
             got += len(batch)
             perf.rx_batches += 1
             perf.rx_packets += len(batch)
-            # tx: one flush per egress port, at the end of the batch's processing
-            by_port: dict = {}
-            for pkt in batch:
-                egress = self.forward(pkt) if self.forward is not None else q
-                by_port.setdefault(id(egress), (egress, []))[1].append(pkt)
-            for egress, pkts in by_port.values():
-                egress.transmit(pkts, t)
-                perf.tx_packets += len(pkts)
-                perf.tx_batches += 1
+            if len(batch) > perf.max_rx_batch:
+                perf.max_rx_batch = len(batch)
+            if q.ingress is not None:
+                self._process_in_datapath(q, batch)
+            else:
+                self._forward_batch(q, batch)
+            busy += self.t - t
         perf.iterations += 1
         if got:
             perf.busy_iterations += 1
@@ -195,11 +248,42 @@ class PmdThread:
         else:
             perf.idle_iterations += 1
             perf.idle_cycles += int(busy * self.tsc_hz)
-        self.t = t
         if any(q.rx for q in self.rxqs):
-            nxt = max(t, min(q.rx[0][0] for q in self.rxqs if q.rx))
+            nxt = max(self.t, min(q.rx[0][0] for q in self.rxqs if q.rx))
             self._ev_at = nxt
             call_at(self.env, nxt, self._run)
+
+    def _forward_batch(self, q: AfxdpPort, batch: list) -> None:
+        """Standalone: ``per_batch`` + ``per_packet`` each, then one flush per egress port."""
+        self.t += self.per_batch + self.per_packet * len(batch)
+        by_port: dict = {}
+        for pkt in batch:
+            egress = self.forward(pkt) if self.forward is not None else q
+            by_port.setdefault(id(egress), (egress, []))[1].append(pkt)
+        for egress, pkts in by_port.values():
+            egress.transmit(pkts, self.t)
+            self.perf.tx_packets += len(pkts)
+            self.perf.tx_batches += 1
+
+    def _process_in_datapath(self, q: AfxdpPort, batch: list) -> None:
+        """In a topology: ``per_packet`` for each frame's pass, the frame into its bridge (whose
+        further work :meth:`serve` charges), then the tx flush, ``per_batch`` covering the rx
+        burst and the ``sendto`` kicks."""
+        self.in_batch = True
+        try:
+            for pkt in batch:
+                self.t += self.per_packet
+                pkt.t = self.t
+                q.ingress.put(pkt)
+            self.t += self.per_batch
+            for ring in self.dirty:
+                ring.port.transmit(ring.pending, self.t)
+                self.perf.tx_packets += len(ring.pending)
+                self.perf.tx_batches += 1
+                ring.pending = []
+            self.dirty.clear()
+        finally:
+            self.in_batch = False
 
     # -- what the host sees ------------------------------------------------------------------
     def utilisation(self, now: float | None = None) -> float:
@@ -217,7 +301,7 @@ class PmdThread:
                 "busy_iterations_pct": 100.0 * p.busy_iterations / it,
                 "idle_cycles_pct": 100.0 * p.idle_cycles / (p.used_cycles or 1),
                 "rx_packets": p.rx_packets, "rx_batches": p.rx_batches,
-                "packets_per_rx_batch": p.packets_per_batch,
+                "packets_per_rx_batch": p.packets_per_batch, "max_rx_batch": p.max_rx_batch,
                 "cycles_per_packet": p.cycles_per_packet,
                 "processing_cycles_per_packet": p.processing_cycles_per_packet,
                 "tx_packets": p.tx_packets, "tx_batches": p.tx_batches}

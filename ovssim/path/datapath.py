@@ -26,15 +26,24 @@ arrive before the install also miss, as in OVS.
 not CPU work -- the userspace ``netdev`` datapath's polling and wake-ups --
 added after the fast or slow path, in order.
 
-Idle stall (``idle_stall_prob``, ``idle_stall``, ``idle_after``; profile
-``ovs.idle_stall_prob`` etc., default off): the ``netdev`` datapath's thread
-sleeps in ``poll()`` when it has nothing to do.  A packet that finds it idle
-for longer than ``idle_after`` wakes it one ``idle_stall`` late with
-probability ``idle_stall_prob``, and packets arriving meanwhile wait for the
-same wake-up.  All OVS bridges of a host share the one thread (and so its idle
-state): a chain of bridges stalls at most once per idle wake-up.  Measured on this machine: 20-32 % of pings sent every 10-15 ms
-through OVS took one extra timer tick (3.92-3.94 ms; CONFIG_HZ=250), pings
-beside a TCP load almost never (data/local/local-bridges, local-load).
+Wake-up after idling (``idle_stall_prob``, ``idle_stall``, ``idle_after``,
+``idle_wake``, ``busy_share``; profile ``ovs.idle_stall_prob`` etc., default
+off): the ``netdev`` datapath's non-PMD thread sleeps in ``poll()`` when it
+has nothing to do (``dpif_netdev_wait`` arms its ports' fds, ``poll_block``
+in lib/poll-loop.c).  A packet that finds it idle for longer than
+``idle_after`` wakes it, and what the wake-up costs depends on the state of
+the host, through ``busy_share`` (the share of the cores busy with other
+work, profile ``[state] cpu_busy``): with probability ``busy_share`` its core
+runs another task and, with probability ``idle_stall_prob`` of those, the
+thread waits one ``idle_stall`` (the next scheduler tick); otherwise the core
+is idle and the thread pays ``idle_wake``, the idle core's own wake-up (a
+halted vCPU is woken through the host).  Packets arriving meanwhile wait for
+the same wake-up.  All OVS bridges of a host share the one thread (and so its
+idle state): a chain of bridges wakes it at most once per idle period.
+Measured on this machine: busy (cpu_busy 1.0, data/local/local-bridges),
+18-28 % of pings sent every 10 ms through OVS took one extra timer tick
+(3.92-3.94 ms; CONFIG_HZ=250); quiet (cpu_busy 0.02, data/local/2026-11-24)
+0-0.2 %, but every ping took ~0.1 ms longer than qperf's tcp_lat round trip.
 
 OpenFlow rules with ``set_queue:N`` (``rules``: a list of :class:`QueueRule`)
 are resolved by the slow path and cached with the flow: every packet of the
@@ -125,7 +134,8 @@ class OvsDatapath(Bridge):
                  flow_limit: int = FLOW_LIMIT, rules: list | None = None, latency: Sampler | None = None,
                  lookahead: bool = True, sndbuf: int = 0, rcvbuf: int = 0,
                  idle_stall_prob: float = 0.0, idle_stall: float = 0.004, idle_after: float = 0.004,
-                 stall_rng=None, stall_state: list | None = None, thread_key: int | None = None):
+                 stall_rng=None, stall_state: list | None = None, thread_key: int | None = None,
+                 idle_wake: float = 0.0, busy_share: float = 1.0):
         super().__init__(env, name, lookahead=lookahead)
         # None: the kernel datapath (each flow's work on its own core); else the core key of the
         # userspace datapath's thread, which does the work of every flow
@@ -145,11 +155,12 @@ class OvsDatapath(Bridge):
         self.rules = list(rules or [])
         self.latency_s = latency if latency is not None and latency.const != 0.0 else None
         self._last_out = 0.0
-        # [prob, stall, idle_after, uniform draws, last wake-up, asleep until], or None (off); one
+        # [busy * prob, stall, idle_after, uniform draws, last wake-up, asleep until, busy, idle_wake], or
+        # None (off); one
         # attribute, as above.  ``stall_state`` (from :func:`idle_stall_state`) shares one thread's
         # state among datapaths: every OVS bridge of a host runs in the same ovs-vswitchd thread.
         self._stall = stall_state if stall_state is not None else idle_stall_state(
-            idle_stall_prob, idle_stall, idle_after, stall_rng, name)
+            idle_stall_prob, idle_stall, idle_after, stall_rng, name, idle_wake=idle_wake, busy_share=busy_share)
         # key -> [installed_at, last_used, queue, core key (self._core_key(flow))]
         self.cache: OrderedDict = OrderedDict()
         # (port, flow, vlan, key, entry) of the last hit: the next packet of the same flow
@@ -312,12 +323,16 @@ class OvsDatapath(Bridge):
         return conn_key(flow) if self.thread_key is None else self.thread_key
 
     def _woken(self, t: float) -> float:
-        """When the datapath thread starts on a packet that reached it at ``t`` (idle stall)."""
+        """When the datapath thread starts on a packet that reached it at ``t`` (wake-up after idling)."""
         st = self._stall
         if t < st[5]:                                # asleep, its wake-up already late: wait for it
             return st[5]
-        if t - st[4] > st[2] and next(st[3]) < st[0]:
-            st[5] = t = t + st[1]
+        if t - st[4] > st[2]:
+            u = next(st[3])                          # one draw: [0, busy*prob) stall, [busy, 1) idle core
+            if u < st[0]:
+                st[5] = t = t + st[1]
+            elif u >= st[6] and st[7]:
+                st[5] = t = t + st[7]
         st[4] = t
         return t
 
@@ -360,18 +375,24 @@ class OvsDatapath(Bridge):
                 f"  flows: {self.flows()}")
 
 
-def idle_stall_state(prob: float, stall: float, idle_after: float, rng, name: str = "ovs") -> list | None:
-    """The idle-stall state of one datapath thread (None when ``prob`` or ``stall`` is 0).
+def idle_stall_state(prob: float, stall: float, idle_after: float, rng, name: str = "ovs", *,
+                     idle_wake: float = 0.0, busy_share: float = 1.0) -> list | None:
+    """The wake-up-after-idling state of one datapath thread (None when neither a stall nor an idle
+    wake-up can happen: ``prob``, ``stall`` or ``busy_share`` 0, and ``idle_wake`` 0 or ``busy_share`` 1).
 
     Pass the same state to every :class:`OvsDatapath` the thread serves (``stall_state``).
     """
-    if not 0.0 <= prob <= 1.0 or stall < 0 or idle_after < 0:
-        raise ValueError(f"{name}: idle_stall_prob must be in [0, 1], idle_stall and idle_after >= 0")
-    if prob == 0.0 or stall == 0.0:
+    if not 0.0 <= prob <= 1.0 or not 0.0 <= busy_share <= 1.0 or stall < 0 or idle_after < 0 or idle_wake < 0:
+        raise ValueError(f"{name}: idle_stall_prob and busy_share must be in [0, 1], idle_stall, idle_after "
+                         "and idle_wake >= 0")
+    stalls = prob * busy_share > 0.0 and stall > 0.0
+    wakes = idle_wake > 0.0 and busy_share < 1.0
+    if not (stalls or wakes):
         return None
     if rng is None:
         raise ValueError(f"{name}: an idle stall needs a random generator (stall_rng)")
-    return [prob, stall, idle_after, _uniforms(rng), -_INF, -_INF]
+    return [prob * busy_share if stalls else 0.0, stall, idle_after, _uniforms(rng), -_INF, -_INF, busy_share,
+            idle_wake]
 
 
 def _uniforms(rng):

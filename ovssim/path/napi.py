@@ -20,6 +20,14 @@ interrupt, the softirq entry, the flush) + ``cpu_per_packet`` per frame +
 poll.  With GRO off every frame is delivered on its own, at its poll's end.
 A single frame (not a train) is one poll of one frame, as before.
 
+Softirq rounds (``net_rx_action``): polls run back to back while frames keep arriving, within a
+budget of ``netdev_budget`` = 300 frames and ``netdev_budget_usecs`` (2 jiffies: 8 ms at HZ=250,
+``sysctl net.core.netdev_budget_usecs`` = 8000 on this machine).  A round that spends it counts a
+``time_squeeze`` (``/proc/net/softnet_stat``'s third column) and the rest goes to a re-raised softirq
+or ksoftirqd; on the model's cores, which nothing else competes for at softirq priority, that next
+round starts at once, so the budget changes no timing here -- ``time_squeeze`` shows when a real
+host would hand work to ksoftirqd (and a scheduler would delay it).
+
 ``rx_delay`` (a profile distribution, ``nic.rx_delay``) is the coalescing
 delay plus the scheduling of the softirq, drawn once per interrupt.
 """
@@ -30,6 +38,8 @@ from .features import GRO_MAX_SIZE
 from .gso import segment
 
 NAPI_POLL_WEIGHT = 64
+NETDEV_BUDGET = 300               # net.core.netdev_budget
+NETDEV_BUDGET_USECS = 8e-3        # net.core.netdev_budget_usecs: 2 jiffies at HZ=250 (this machine: 8000)
 
 
 class NapiRx:
@@ -40,6 +50,7 @@ class NapiRx:
     def __init__(self, env, rx_delay, out=None, *, cpu=None, gro: bool = True,
                  cpu_per_poll: float = 0.0, cpu_per_packet: float = 0.0, cpu_per_byte: float = 0.0,
                  rx_frames: int = 0, weight: int = NAPI_POLL_WEIGHT, gro_max_size: int = GRO_MAX_SIZE,
+                 budget: int = NETDEV_BUDGET, budget_usecs: float = NETDEV_BUDGET_USECS,
                  name: str = "nic.rx"):
         self.env = env
         self.delay = rx_delay
@@ -59,6 +70,11 @@ class NapiRx:
         self.frames = 0
         self.skbs = 0
         self.dropped = 0
+        self.budget = budget
+        self.budget_usecs = budget_usecs
+        self._round_frames = 0        # frames taken in the current softirq round
+        self._round_start = 0.0
+        self.time_squeeze = 0         # rounds that ran out of budget with work left
 
     def put(self, pkt) -> None:
         now = self.env._now
@@ -106,6 +122,14 @@ class NapiRx:
             if done is None:
                 self.dropped += n
                 return
+        if poll > self._poll_end:     # NAPI was idle: an interrupt starts a new softirq round
+            self._round_frames = 0
+            self._round_start = poll
+        self._round_frames += n
+        if self._round_frames >= self.budget or done - self._round_start >= self.budget_usecs:
+            self.time_squeeze += 1    # net_rx_action: budget or time spent, the rest in the next round
+            self._round_frames = 0
+            self._round_start = done
         self.polls += 1
         self.frames += n
         self._poll_end = done

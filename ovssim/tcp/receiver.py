@@ -33,7 +33,7 @@ INF = float("inf")
 class TcpReceiver:
     def __init__(self, sock, *, mss: int, rcvbuf: int, delack: float = DELACK,
                  quickacks: int = MAX_QUICKACKS, sack: bool = True, timestamps: bool = True,
-                 app_cost: float = 0.0, cpu=None):
+                 app_cost: float = 0.0, byte_cost: float = 0.0, cpu=None):
         self.sock = sock
         self.env = sock.env
         self.mss = mss
@@ -44,6 +44,7 @@ class TcpReceiver:
         self.sack = sack
         self.timestamps = timestamps
         self.app_cost = app_cost
+        self.byte_cost = byte_cost    # CPU per byte tcp_recvmsg copies to user (skb_copy_datagram_iter)
         self.cpu = cpu
         # the reading application's recv() copies run where the scheduler puts the process: the core
         # that is free first (not pinned -- the softirq work that queued the data is on the connection's)
@@ -107,8 +108,8 @@ class TcpReceiver:
         seq = pkt.seq
         end = seq + pkt.payload
         self.segs_in += 1
-        if self.app_cost and self.cpu is not None:
-            self.cpu.serve(now, self.app_cost, self.cpu_key)
+        if (self.app_cost or self.byte_cost) and self.cpu is not None:
+            self.cpu.serve(now, self.app_cost + self.byte_cost * pkt.payload, self.cpu_key)
         if seq <= self.last_ack_sent < end:
             self.ts_recent = pkt.ts_val
         rcv_nxt = self.rcv_nxt

@@ -47,8 +47,8 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   ``tcp_mss_split_point`` does.  The pacing rate is ``tcp_update_pacing_rate``'s
   (200 % of cwnd/srtt in slow start, 120 % after), updated on every ACK unless the
   congestion control sets it itself (BBR).
-  The scoreboard stays per segment (as after ``tcp_fragment``); retransmissions
-  go one segment per skb.  ``gso_segs = 1`` (``gso = False``) sends MSS frames.
+  The retransmit queue keeps them as skbs with segment counters (rtx_queue.py), cut only
+  where SACK, loss marking or a retransmission needs it; retransmissions go one segment per skb.  ``gso_segs = 1`` (``gso = False``) sends MSS frames.
 * TCP Small Queues (``tcp_small_queue_check``): with ``tsq`` on, the bytes of
   this socket's skbs not yet freed or orphaned below it are bounded by
   ``max(2 * truesize, pacing rate >> 10)``, at most ``tcp_limit_output_bytes``;
@@ -70,9 +70,6 @@ timer, slow start after idle.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
-from operator import itemgetter
-
 from ..path.cpu import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
@@ -81,12 +78,7 @@ from .defaults import (DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, 
                        TCP_LIMIT_OUTPUT_BYTES, TSO_DEFER_RECENT, TSO_RTT_LOG, TSO_WIN_DIVISOR)
 from .buffers import tcp_skb_truesize
 from .rtt import RttEstimator
-
-# scoreboard flags of one segment (the record is [seq, end, tx_time, flags])
-SACKED = 1
-LOST = 2
-RETRANS = 4        # a retransmission of it is in flight
-EVER_RETRANS = 8
+from .rtx_queue import EVER_RETRANS, SACKED, RtxQueue
 
 # congestion states (tcp_ca_state)
 OPEN = "open"
@@ -97,14 +89,11 @@ INF = float("inf")
 RTT_KEEP = 1 << 17         # RTT samples kept raw before they fold into bounded statistics (metrics.DelayStats)
 
 
-_seq_of = itemgetter(0)      # a record's start: the key of bisect over the scoreboard
-
-
 class TcpSender:
     def __init__(self, sock, *, mss: int, cc, init_cwnd: int = INIT_CWND, sndbuf: int,
                  nodelay: bool = False, sack: bool = True, timestamps: bool = True,
                  rtt: RttEstimator | None = None, app_cost: float = 0.0, call_cost: float = 0.0,
-                 cpu=None,
+                 byte_cost: float = 0.0, cpu=None,
                  keep_samples: bool = True, gso: bool = True, gso_max_size: int = 65536,
                  gso_max_segs: int = 65535, tsq: bool = False,
                  limit_output_bytes: int = TCP_LIMIT_OUTPUT_BYTES):
@@ -132,6 +121,7 @@ class TcpSender:
         self.rtt = rtt or RttEstimator()
         self.app_cost = app_cost      # CPU per segment the application hands to TCP
         self.call_cost = call_cost    # CPU per send() call of ``write_size`` bytes
+        self.byte_cost = byte_cost    # CPU per byte copied in from user space (tcp_sendmsg_locked)
         self.cpu = cpu
         # the sending task's core: its connection's, where the softirq work of its segments runs too
         self.cpu_key = conn_key(sock.flow)
@@ -147,22 +137,14 @@ class TcpSender:
         self.snd_sml = 0            # end of the last small segment sent (Minshall)
         self.bulk_until: float | None = None
         self.write_size = mss       # bytes per send() call (netperf -m, iperf -l)
-        # scoreboard: records in sequence order; rtx[head:] are outstanding
-        self.rtx: list = []
-        self.head = 0
-        self.sacked_out = 0
-        self.lost_out = 0
-        self.retrans_out = 0
-        self._retx_hint = 0
-        self._lost_mark_seq = 0
-        self._high_sacked = 0         # start of the highest SACKed segment + 1
+        # the retransmit queue and scoreboard: skbs and segment counters (rtx_queue.py)
+        self.q = RtxQueue(mss, self._reordered)
         self.reordering = DUPTHRESH   # tp->reordering: grows when reordering is detected
         self.reorder_events = 0
         self.prior_ssthresh = 0
         self.undo_retrans = 0         # retransmissions of this recovery not yet shown spurious
         self.spurious_retrans = 0
         self.undos = 0
-        self._sack_cache: dict = {}
         # congestion state
         self.state = OPEN
         self.high_seq = 0
@@ -202,7 +184,6 @@ class TcpSender:
         self.tsq = tsq
         self.limit_output_bytes = limit_output_bytes
         self.wmem_queued = 0
-        self._last_skb_seq = 0      # where the newest skb of new data starts (the rtx queue's last skb)
         self.tsq_throttled = 0      # times the sender stopped on TSQ
         self._tsq_waiting = False
         self._lsndtime = -1.0       # tp->lsndtime: when data was last sent
@@ -218,12 +199,25 @@ class TcpSender:
     # -- views -----------------------------------------------------------------------
     @property
     def packets_out(self) -> int:
-        return len(self.rtx) - self.head
+        return self.q.packets_out
+
+    @property
+    def sacked_out(self) -> int:
+        return self.q.sacked_out
+
+    @property
+    def lost_out(self) -> int:
+        return self.q.lost_out
+
+    @property
+    def retrans_out(self) -> int:
+        return self.q.retrans_out
 
     @property
     def in_flight(self) -> int:
         """``tcp_packets_in_flight``: outstanding - SACKed - lost + retransmitted."""
-        return len(self.rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out
+        q = self.q
+        return q.packets_out - q.sacked_out - q.lost_out + q.retrans_out
 
     @property
     def bytes_acked(self) -> int:
@@ -275,13 +269,13 @@ class TcpSender:
                 full = self.snd_una + self.sndbuf
                 if full > self.write_end and 3 * (self.write_end - self.snd_una) <= 2 * self.sndbuf:
                     self.write_end = full
-        rtx = self.rtx
+        q = self.q
         mss = self.mss
         # Every field is re-read on each pass: sending can run the peer synchronously on
         # a path without delay, and its ACK re-enters on_ack/push before this loop resumes.
         rtc = self._rtc
         while True:
-            if len(rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out >= self.cwnd:
+            if q.packets_out - q.sacked_out - q.lost_out + q.retrans_out >= self.cwnd:
                 self.cwnd_limited = True
                 break
             if rtc is not None:
@@ -307,7 +301,7 @@ class TcpSender:
                         self._pace_at = wake
                         call_at(self.env, wake, self._pace_resume)
                     break
-            if self.lost_out > self.retrans_out and self._retransmit_next(now):
+            if q.lost_out > q.retrans_out and self._retransmit_next(now):
                 continue
             seq = self.snd_nxt
             n = self.write_end - seq
@@ -326,32 +320,32 @@ class TcpSender:
                 if segs > 1:
                     end = seq + segs * mss
                     self.snd_nxt = end
-                    rtx.extend([[s, s + mss, now, 0] for s in range(seq, end, mss)])
+                    q.queue(seq, end, now, segs)
                     self._transmit(seq, segs * mss, now, True, segs)
                     if self.state == RECOVERY:
                         self.prr_out += segs
                     continue
                 n = mss
                 end = seq + n
-                if end > self.snd_una + self.snd_wnd and len(rtx) > self.head:
+                if end > self.snd_una + self.snd_wnd and q.packets_out:
                     self.cwnd_limited = False
                     break
             else:
                 end = seq + n
-                if end > self.snd_una + self.snd_wnd and len(rtx) > self.head:
+                if end > self.snd_una + self.snd_wnd and q.packets_out:
                     self.cwnd_limited = False
                     break
-                if not self.nodelay and len(rtx) > self.head and self.snd_sml > self.snd_una:
+                if not self.nodelay and q.packets_out and self.snd_sml > self.snd_una:
                     self.cwnd_limited = False
                     break
                 self.snd_sml = end
             # a new segment
             self.snd_nxt = end
-            rtx.append([seq, end, now, 0])
+            q.queue(seq, end, now, 1)
             self._transmit(seq, n, now, True)
             if self.state == RECOVERY:
                 self.prr_out += 1
-        po = len(rtx) - self.head
+        po = q.packets_out
         if po > self.max_packets_out:
             self.max_packets_out = po
         if po and self._rto_at == INF:
@@ -382,7 +376,8 @@ class TcpSender:
         """Full segments the next skb carries: ``tcp_tso_segs`` cut to the congestion window's
         quota and the peer's window (``tcp_mss_split_point``) and to the data written; or -1
         (-2: cwnd-limited) when ``tcp_tso_should_defer`` holds the skb back for the next ACK."""
-        in_flight = len(self.rtx) - self.head - self.sacked_out - self.lost_out + self.retrans_out
+        q = self.q
+        in_flight = q.packets_out - q.sacked_out - q.lost_out + q.retrans_out
         quota = self.cwnd - in_flight
         full = self.tso_segs()
         segs = full
@@ -392,8 +387,7 @@ class TcpSender:
         fit = avail // mss
         if fit < segs:
             segs = fit
-        rtx = self.rtx
-        if len(rtx) > self.head:
+        if q.packets_out:
             wnd = (self.snd_una + self.snd_wnd - seq) // mss
             if wnd < segs:
                 segs = wnd if wnd > 1 else 1
@@ -425,7 +419,7 @@ class TcpSender:
         if limit >= chunk / TSO_WIN_DIVISOR:
             return False
         srtt = self.rtt.srtt
-        how_far = self.rtx[self.head][2] + srtt - now
+        how_far = self.q.head_sent() + srtt - now
         return how_far <= (srtt / 2 if srtt / 2 < TSO_DEFER_RECENT else TSO_DEFER_RECENT)
 
     def _tsq_full(self, now: float) -> bool:
@@ -444,7 +438,7 @@ class TcpSender:
             limit = self.limit_output_bytes
         if self.wmem_queued < limit:             # sk_wmem_alloc (which starts at 1) > limit: throttled
             return False
-        if self.snd_una >= self._last_skb_seq:   # tcp_rtx_queue_empty_or_single_skb: only the last skb is out
+        if len(self.q) <= 1:                     # tcp_rtx_queue_empty_or_single_skb: at most one skb is out
             return False
         self.tsq_throttled += 1
         self._tsq_waiting = True
@@ -485,10 +479,32 @@ class TcpSender:
         if self.sndbuf_auto.expand(self.cwnd, self.reordering):
             self.sndbuf = self.sndbuf_auto.payload
 
+    def share_core(self, other: "TcpSender") -> None:
+        """Do the sending work on ``other``'s core: one thread writing both sockets (iperf3 before 3.16
+        runs every ``-P`` stream in its one thread)."""
+        self.cpu_key = other.cpu_key
+        self._rtc = other._rtc
+
     def _rtc_resume(self, _=None) -> None:
-        """The flow's core is free again: send what was held back (a stale wake-up does nothing)."""
-        if self.env._now >= self._rtc_at:
+        """The flow's core is free again: send what was held back (a stale wake-up does nothing).
+
+        If other work took the core meanwhile, and nothing else would stop ``push`` first (the
+        window, the writer's buffer), wait on for the core as ``push`` would, without running it."""
+        now = self.env._now
+        if now >= self._rtc_at:
             self._rtc_at = INF
+            rtc = self._rtc
+            free = rtc[0][rtc[1]]
+            if free > now:
+                q = self.q
+                bulk = self.bulk_until
+                if (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out < self.cwnd
+                        and (bulk is None or (now < bulk and self.snd_una + self.sndbuf <= self.write_end
+                                              and (self.sndbuf_auto is None or self.cwnd <= self._sndbuf_cwnd)))):
+                    self.cwnd_limited = False
+                    self._rtc_at = free
+                    call_at(self.env, free, self._rtc_resume)
+                    return
             self.push()
 
     def _transmit(self, seq: int, n: int, now: float, new: bool, segs: int = 1) -> None:
@@ -510,8 +526,6 @@ class TcpSender:
             pkt.owner = self
             pkt.wmem = tcp_skb_truesize(n)
             self.wmem_queued += pkt.wmem
-            if new:
-                self._last_skb_seq = seq
         rcv_nxt = rcv.rcv_nxt
         pkt.ack = rcv_nxt
         pkt.ts_val = now
@@ -535,10 +549,11 @@ class TcpSender:
             self._wstamp += len_t - (len_t / 2 if credit > len_t / 2 else credit)
         if self._cc_sent is not None:
             self._cc_sent(seq, n, now, new)
-        if new and (self.app_cost or self.call_cost):
+        if new and (self.app_cost or self.call_cost or self.byte_cost):
             # the application's send() work for these bytes (retransmissions cost it nothing):
-            # ``app_cost`` per skb the stack builds and sends, ``call_cost`` per send() call
-            cost = self.app_cost + self.call_cost * n / self.write_size
+            # ``app_cost`` per skb the stack builds and sends, ``call_cost`` per send() call,
+            # ``byte_cost`` per byte tcp_sendmsg_locked copies from user (skb_copy_to_page_nocache)
+            cost = self.app_cost + self.call_cost * n / self.write_size + self.byte_cost * n
             t = None
             if self.cpu is not None:
                 t = self.cpu.serve(now, cost, self.cpu_key)
@@ -549,32 +564,20 @@ class TcpSender:
 
     def _retransmit_next(self, now: float) -> bool:
         """Retransmit the first segment marked lost and not yet retransmitted."""
-        rtx = self.rtx
-        i = self._retx_hint
-        if i < self.head:
-            i = self.head
-        n = len(rtx)
-        while i < n:
-            r = rtx[i]
-            f = r[3]
-            if f & LOST and not f & RETRANS:
-                r[3] = f | RETRANS | EVER_RETRANS
-                r[2] = now
-                self.retrans_out += 1
-                self.retransmits += 1
-                self.bytes_retrans += r[1] - r[0]
-                self._retx_hint = i + 1
-                self.undo_retrans += 1
-                self._transmit(r[0], r[1] - r[0], now, False)
-                if self.state == RECOVERY:
-                    self.prr_out += 1
-                if i == self.head:      # tcp_xmit_retransmit_queue re-arms the RTO on the head
-                    self._arm_rto(now + self.rtt.backed_off(self.backoff))
-                return True
-            i += 1
-        self._retx_hint = n
-        # nothing found although lost_out > retrans_out: counters out of step would loop
-        return False
+        found = self.q.next_retransmit(now)
+        if found is None:
+            # nothing found although lost_out > retrans_out: counters out of step would loop
+            return False
+        r, is_head = found
+        self.retransmits += 1
+        self.bytes_retrans += r[1] - r[0]
+        self.undo_retrans += 1
+        self._transmit(r[0], r[1] - r[0], now, False)
+        if self.state == RECOVERY:
+            self.prr_out += 1
+        if is_head:      # tcp_xmit_retransmit_queue re-arms the RTO on the head
+            self._arm_rto(now + self.rtt.backed_off(self.backoff))
+        return True
 
     # -- acknowledgements -------------------------------------------------------------------
     def on_ack(self, pkt, now: float) -> None:
@@ -586,10 +589,9 @@ class TcpSender:
         rwnd = pkt.rwnd
         wnd_changed = rwnd != self.snd_wnd
         self.snd_wnd = rwnd
-        rtx = self.rtx
-        head = self.head
-        n = len(rtx)
-        if ack < prior_una or (ack == prior_una and n == head):
+        q = self.q
+        prior_out = q.packets_out
+        if ack < prior_una or (ack == prior_una and not prior_out):
             if wnd_changed:
                 self.push()
             return
@@ -597,71 +599,42 @@ class TcpSender:
         delivered = 0        # newly delivered: cum-acked not SACKed before + newly SACKed
         first_tx = last_tx = -1.0
         if ack > prior_una:
-            # tcp_clean_rtx_queue
-            h = head
-            sacked_before = 0
-            karn = False
-            spurious = 0
-            while h < n:
-                r = rtx[h]
-                if r[1] > ack:
-                    break
-                f = r[3]
-                if f:
-                    if f & SACKED:
-                        sacked_before += 1
-                    if f & LOST:
-                        self.lost_out -= 1
-                    if f & RETRANS:
-                        self.retrans_out -= 1
-                    if f & EVER_RETRANS:
-                        karn = True
-                        if 0.0 < pkt.ts_ecr < r[2] and self.timestamps:
-                            spurious += 1        # the echo is older than the retransmission
-                else:
-                    last_tx = r[2]
-                    if first_tx < 0.0:
-                        first_tx = last_tx
-                h += 1
+            prior_sacked = q.sacked_out
+            r = q.recs[q.head]
+            head_seq, head_flags = r[0], r[3]
+            acked, sacked_before, first_tx, last_tx, karn, spurious = q.clean(
+                ack, pkt.ts_ecr if self.timestamps else 0.0)
             if karn:
                 first_tx = -1.0          # Karn: no sequence RTT when retransmitted data is acked
-            if self.sacked_out and self.sack:
+            if prior_sacked and self.sack:
                 # data below SACKed data arrived without (or before) its retransmission: reordering
-                r = rtx[head]
-                if (not r[3] & (SACKED | EVER_RETRANS) or spurious) and r[0] < self._high_sacked - 1:
-                    self._reordered((self._high_sacked - 1 - r[0]) // self.mss + 1)
+                high = q.high_sacked - 1
+                if (not head_flags & (SACKED | EVER_RETRANS) or spurious) and head_seq < high:
+                    self._reordered((high - head_seq) // self.mss + 1)
             if spurious:
                 self.spurious_retrans += spurious
                 self.undo_retrans -= spurious
-            acked = h - head
-            self.head = h
-            if h > 4096 and h * 2 > n:
-                del rtx[:h]
-                self._retx_hint = max(0, self._retx_hint - h)
-                self.head = 0
             if self.sack:
-                if sacked_before:
-                    self.sacked_out -= sacked_before
                 delivered = acked - sacked_before
             elif acked:
                 # tcp_remove_reno_sacks: dupACKs already counted some of these
-                so = self.sacked_out
+                so = q.sacked_out
                 delivered = acked - so if acked - so > 1 else 1
-                self.sacked_out = 0 if acked - 1 >= so else so - (acked - 1)
+                q.sacked_out = 0 if acked - 1 >= so else so - (acked - 1)
             self.snd_una = ack
             self.backoff = 0
             if self.on_acked is not None:
                 self.on_acked(ack - prior_una, now)
         if self.sack:
             if pkt.sack:
-                newly = self._process_sack(pkt.sack)
+                newly = q.sacktag(pkt.sack, self.snd_una)
                 delivered += newly
                 if newly:
-                    self._mark_lost_sack()
-        elif ack == prior_una and not pkt.payload and not wnd_changed and n > head:
+                    q.mark_lost(self.reordering)
+        elif ack == prior_una and not pkt.payload and not wnd_changed and prior_out:
             # a duplicate ACK counted as a "reno SACK" (tcp_add_reno_sack)
-            if self.sacked_out < n - head - 1 or self.sacked_out < self.reordering:
-                self.sacked_out += 1
+            if q.sacked_out < prior_out - 1 or q.sacked_out < self.reordering:
+                q.sacked_out += 1
             delivered = 1
         # RTT sample (tcp_ack_update_rtt): sequence RTT, else the timestamp echo
         if first_tx >= 0.0:
@@ -684,7 +657,7 @@ class TcpSender:
                     self._fold_rtt()
         # the retransmission timer restarts when new data is acknowledged (tcp_rearm_rto)
         if acked:
-            if len(rtx) > self.head:
+            if q.packets_out:
                 # _arm_rto inline, lazy: moves the deadline; an event only if it comes earlier
                 deadline = now + self.rtt.rto
                 self._rto_at = deadline
@@ -692,7 +665,7 @@ class TcpSender:
                     self._arm_rto(deadline)
             else:
                 self._rto_at = INF
-            if self.state == OPEN and not delivered - acked and self.sack and not self.lost_out:
+            if self.state == OPEN and not delivered - acked and self.sack and not q.lost_out:
                 # fast path: nothing lost, nothing SACKed -- just grow the window
                 if self.cwnd_limited or (self.cwnd < self.ssthresh and self.cwnd < 2 * self.max_packets_out):
                     self.cc.cong_avoid(acked, now)
@@ -727,22 +700,22 @@ class TcpSender:
                     self.cwnd = self.ssthresh
                 self.state = OPEN
                 if not self.sack:
-                    self.sacked_out = 0
+                    self.q.sacked_out = 0
                 self.log_cwnd(now)
                 return
             if not self.sack and advanced:
-                self._mark_head_lost()          # NewReno partial ACK
+                self.q.mark_head_lost()         # NewReno partial ACK
             self._prr(delivered)
             return
         if state == LOSS and self.snd_una >= self.high_seq:
             self.state = state = OPEN
         if state == OPEN:
             if self.sack:
-                enter = self.lost_out > 0
+                enter = self.q.lost_out > 0
             else:
-                enter = self.sacked_out >= self.reordering
+                enter = self.q.sacked_out >= self.reordering
                 if enter:
-                    self._mark_head_lost()
+                    self.q.mark_head_lost()
             if enter:
                 self._enter_recovery(now)
                 self._prr(delivered)
@@ -753,9 +726,10 @@ class TcpSender:
             if self.cwnd < 1:
                 self.cwnd = 1
 
-    def _reordered(self, degree: int) -> None:
-        """``tcp_check_sack_reordering``: raise the loss threshold to the reordering seen."""
-        self.reorder_events += 1
+    def _reordered(self, degree: int, count: int = 1) -> None:
+        """``tcp_check_sack_reordering``: raise the loss threshold to the reordering seen
+        (``count`` segments found out of order, the worst ``degree`` segments)."""
+        self.reorder_events += count
         if degree > self.reordering:
             self.reordering = degree if degree < MAX_REORDERING else MAX_REORDERING
 
@@ -795,93 +769,6 @@ class TcpSender:
         cwnd = pipe + sndcnt
         self.cwnd = cwnd if cwnd > 1 else 1
 
-    def _mark_head_lost(self) -> None:
-        if len(self.rtx) > self.head:
-            r = self.rtx[self.head]
-            if not r[3] & (LOST | SACKED):
-                r[3] |= LOST
-                if r[3] & RETRANS:
-                    r[3] &= ~RETRANS
-                    self.retrans_out -= 1
-                self.lost_out += 1
-                self._retx_hint = self.head
-
-    def _process_sack(self, blocks) -> int:
-        """Mark the segments the SACK blocks cover; return how many were newly SACKed."""
-        rtx = self.rtx
-        head = self.head
-        n = len(rtx)
-        una = self.snd_una
-        cache = self._sack_cache
-        prior_high = self._high_sacked - 1
-        new_cache = {}
-        newly = 0
-        for s, e in blocks:
-            if e <= una:
-                continue
-            new_cache[s] = e
-            start = cache.get(s)
-            lo = s if start is None or start < s else start
-            if lo >= e:
-                continue
-            i = bisect_left(rtx, lo, head, n, key=_seq_of)
-            while i < n:
-                r = rtx[i]
-                if r[1] > e:
-                    break
-                f = r[3]
-                if not f & SACKED:
-                    if not f & EVER_RETRANS and r[0] < prior_high:
-                        self._reordered((prior_high - r[0]) // self.mss + 1)
-                    if f & LOST:
-                        self.lost_out -= 1
-                    if f & RETRANS:
-                        self.retrans_out -= 1
-                    r[3] = (f | SACKED) & ~(LOST | RETRANS)
-                    self.sacked_out += 1
-                    newly += 1
-                    if r[0] >= self._high_sacked:
-                        self._high_sacked = r[0] + 1
-                i += 1
-        self._sack_cache = new_cache
-        return newly
-
-    def _mark_lost_sack(self) -> None:
-        """RFC 6675 ``IsLost``: unSACKed segments with ``reordering`` SACKed segments above them.
-
-        Scans from the highest SACKed segment down to where the previous scan
-        stopped, so the cost is amortised over the ACKs of a recovery.
-        """
-        rtx = self.rtx
-        head = self.head
-        thresh = self.reordering
-        i = bisect_left(rtx, self._high_sacked, head, len(rtx), key=_seq_of) - 1
-        cnt = 0
-        while i >= head:
-            if rtx[i][3] & SACKED:
-                cnt += 1
-                if cnt == thresh:
-                    break
-            i -= 1
-        if cnt < thresh:
-            return
-        mark = rtx[i][0]
-        stop_seq = self._lost_mark_seq
-        i -= 1
-        while i >= head:
-            r = rtx[i]
-            if r[0] < stop_seq:
-                break
-            f = r[3]
-            if not f & (SACKED | LOST | RETRANS):
-                r[3] = f | LOST
-                self.lost_out += 1
-                if i < self._retx_hint:
-                    self._retx_hint = i
-            i -= 1
-        if mark > stop_seq:
-            self._lost_mark_seq = mark
-
     # -- retransmission timer ----------------------------------------------------------------
     def _arm_rto(self, deadline: float) -> None:
         self._rto_at = deadline
@@ -894,7 +781,7 @@ class TcpSender:
     def _rto_fire(self, _=None) -> None:
         self._rto_ev = None
         self._rto_ev_t = INF
-        if len(self.rtx) == self.head or self._rto_at == INF:
+        if not self.q.packets_out or self._rto_at == INF:
             self._rto_at = INF
             return
         now = self.env._now
@@ -916,18 +803,8 @@ class TcpSender:
         self.state = LOSS
         self.high_seq = self.snd_nxt
         if not self.sack:
-            self.sacked_out = 0
-        rtx = self.rtx
-        lost = 0
-        for i in range(self.head, len(rtx)):
-            r = rtx[i]
-            f = r[3]
-            if not f & SACKED:
-                r[3] = (f | LOST) & ~RETRANS
-                lost += 1
-        self.lost_out = lost
-        self.retrans_out = 0
-        self._retx_hint = self.head
+            self.q.sacked_out = 0
+        self.q.enter_loss()
         self.backoff += 1
         self._rto_at = INF
         self.log_cwnd(now)

@@ -41,7 +41,7 @@ class TcpSocket:
                  nodelay: bool = False, sack: bool = SACK, timestamps: bool = TIMESTAMPS,
                  init_cwnd: int = INIT_CWND, delack: float = DELACK,
                  rto_min: float | None = None, send_cost: float = 0.0, recv_cost: float = 0.0,
-                 call_cost: float = 0.0,
+                 call_cost: float = 0.0, send_byte_cost: float = 0.0, recv_byte_cost: float = 0.0,
                  keep_samples: bool = True, name: str | None = None,
                  sysctls: TcpSysctls | None = None):
         self.env = env
@@ -63,13 +63,13 @@ class TcpSocket:
         self.receiver = TcpReceiver(self, mss=self.mss,
                                     rcvbuf=rcv_auto.window() if rcv_auto else rcvbuf,
                                     delack=delack, sack=sack, timestamps=timestamps,
-                                    app_cost=recv_cost, cpu=cpu)
+                                    app_cost=recv_cost, byte_cost=recv_byte_cost, cpu=cpu)
         self.receiver.autotune = rcv_auto
         self.sender = TcpSender(self, mss=self.mss, cc=cc,
                                 init_cwnd=init_cwnd,
                                 sndbuf=snd_auto.payload if snd_auto else sndbuf,
                                 nodelay=nodelay, sack=sack, timestamps=timestamps, rtt=rtt,
-                                app_cost=send_cost, call_cost=call_cost, cpu=cpu,
+                                app_cost=send_cost, call_cost=call_cost, byte_cost=send_byte_cost, cpu=cpu,
                                 keep_samples=keep_samples,
                                 gso=getattr(endpoint, "gso", False),
                                 gso_max_size=getattr(endpoint, "gso_max_size", 65536),

@@ -88,16 +88,21 @@ def variant(base: dict, *, name: str | None = None, workloads: list[dict] | None
 def fit_profile(runner: Runner, settings: Settings, *, name: str, configs: list[Config], params: list[Param],
                 targets: list[Target], data_files: list[Path], description: str, method_note: str,
                 base_profile: str = "default", x0: dict | None = None,
-                extra_data: list[dict] | None = None, max_evals: int | None = None
-                ) -> tuple[Path, CalibrationResult | None]:
+                extra_data: list[dict] | None = None, max_evals: int | None = None, state: dict | None = None,
+                tied: dict | None = None, fixed: dict | None = None) -> tuple[Path, CalibrationResult | None]:
     """Calibrate ``params`` against ``targets`` over ``configs`` and write ``calibration/<name>.toml``.
+
+    ``state``: the profile's ``[state]`` where the data carry no collector machine state.
+    ``tied``: parameters set to a fitted one's value (``{"app.recv_per_byte": "app.send_per_byte"}``);
+    ``fixed``: parameters set to given values (measured directly) beside the fitted ones, written with them.
 
     With ``settings.fit`` False the committed profile is returned unchanged.
     """
     path = settings.calibration_dir / f"{name}.toml"
     if not settings.fit:
         return path, None
-    model = MultiConfigModel(runner, configs, params, base_profile, reps=settings.fit_reps, seed=4242)
+    model = MultiConfigModel(runner, configs, params, base_profile, reps=settings.fit_reps, seed=4242, tied=tied,
+                             fixed=fixed)
     max_evals = max_evals or settings.max_evals
     res = calibrate(model, params, targets, x0=x0, max_evals=max_evals)
     overrides = model.overrides(res.values)
@@ -119,6 +124,8 @@ def fit_profile(runner: Runner, settings: Settings, *, name: str, configs: list[
                         method="simulation-based calibration (ovssim.fit.calibrate) over several "
                                f"configurations via ovssim.validate.simulate.MultiConfigModel; {method_note}",
                         description=description, fit=fit, uncertainty=unc or None, extra_data=extra_data)
+    if state and "state" not in doc:
+        doc["state"] = state
     doc["profile"]["base"] = base_profile if not Path(str(base_profile)).is_absolute() else Path(base_profile).stem
     write_profile(path, doc)
     return path, res

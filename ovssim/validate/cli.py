@@ -7,10 +7,11 @@ from pathlib import Path
 import click
 
 from ..cli import COUNT, REPS, WORKERS
+from . import TESTBEDS
 
 
 @click.command("validate")
-@click.option("--only", "only", multiple=True, type=click.Choice(["thesis", "local", "load", "interim", "xenserver", "chains", "uml", "batching", "tcp_window"]),
+@click.option("--only", "only", multiple=True, type=click.Choice(TESTBEDS),
               help="Run only this testbed (repeatable).")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("validation/report.md"), show_default=True, help="Markdown report to write.")

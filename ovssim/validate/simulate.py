@@ -97,8 +97,10 @@ class MultiConfigModel:
     """
 
     def __init__(self, runner: Runner, configs: list[Config], params: list[Param], profile_ref="default",
-                 *, reps: int = 1, seed: int = 1):
+                 *, reps: int = 1, seed: int = 1, tied: dict | None = None, fixed: dict | None = None):
         self.runner, self.configs, self.params = runner, configs, params
+        self.tied = tied or {}     # parameter -> the fitted parameter whose value it takes
+        self.fixed = fixed or {}   # parameter -> a value set beside the fitted ones (measured, not fitted)
         self.profile_ref, self.reps, self.seed = profile_ref, reps, seed
         base = Profile.load(profile_ref) if isinstance(profile_ref, str) else profile_ref
         self.base_specs = {}
@@ -107,7 +109,10 @@ class MultiConfigModel:
         self.evaluations = 0
 
     def overrides(self, values: dict) -> dict:
-        return overrides_for(self.params, values, self.base_specs)
+        out = {**self.fixed, **overrides_for(self.params, values, self.base_specs)}
+        for name, source in self.tied.items():
+            out[name] = out[source]
+        return out
 
     def __call__(self, values: dict) -> dict:
         res = self.runner.run(self.configs, self.profile_ref, overrides=self.overrides(values),

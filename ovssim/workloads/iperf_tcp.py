@@ -21,7 +21,9 @@ ovssim's own: ``name``, ``start``, ``call_cost`` (CPU per write call; default ``
 charged to the endpoints' CPUs; default: the profile's ``app.send_per_packet``
 / ``app.recv_per_packet`` from ``RunContext.extra["app"]``, else 0), ``port`` (default 5201), ``stagger``
 (streams start uniformly within this time, default 1 ms, drawn from the run's
-``iperf`` random stream, as connections made one after another would).
+``iperf`` random stream, as connections made one after another would).  ``one_thread``: every stream's sending
+work on the first stream's core, as iperf3 before 3.16 does it (one thread for all ``-P`` streams;
+default false: a thread per stream, as iperf 2 and iperf3 3.16+).
 
 Results: ``throughput`` (the receivers' sum, 10^6 bit/s, iperf3's
 ``sum_received``), ``retransmits`` (iperf3's sender ``retransmits``: all
@@ -65,6 +67,7 @@ class IperfTcp(Workload):
         Option("call_cost", ("call_cost",), as_time, "CPU time per send() call of l bytes"),
         Option("port", ("port", "p"), as_port, "server port"),
         Option("stagger", ("stagger",), as_time, "spread of the streams' start times"),
+        Option("one_thread", ("one_thread",), as_bool, "true: all streams sent from one thread (iperf3 < 3.16)"),
         Option("cwnd_interval", ("cwnd_interval",), as_time, "how often to sample cwnd (0: never)"),
     ]
 
@@ -74,13 +77,14 @@ class IperfTcp(Workload):
                  send_cost: float | None = None, recv_cost: float | None = None,
                  call_cost: float | None = None, port: int = IPERF3_PORT,
                  stagger: float = 1e-3, mtu: int | None = None, cwnd_interval: float = 0.01,
-                 omit: float = 0.0):
+                 omit: float = 0.0, one_thread: bool = False):
         super().__init__(name)
         if parallel < 1:
             raise ConfigError(f"iperf -P must be >= 1, got {parallel}", key="P", fix="use P = 1 or more")
         if omit < 0:
             raise ConfigError(f"iperf -O must be >= 0, got {omit}", key="O", fix='e.g. O = "1s"')
         self.omit = omit
+        self.one_thread = one_thread
         self.parallel = parallel
         self.window = window
         self.time = time
@@ -123,8 +127,11 @@ class IperfTcp(Workload):
         for i in range(self.parallel):
             c, s = connect(env, ctx.src, ctx.dst, self.port, cc=self.cc, mtu=self.mtu, mss=self.mss,
                            nodelay=self.nodelay, sndbuf=self.window, rcvbuf=self.window,
-                           send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost)
+                           send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost,
+                           send_byte_cost=app.get("send_per_byte", 0.0), recv_byte_cost=app.get("recv_per_byte", 0.0))
             c.sender.rtt_from = measured_from       # what the RTT figures cover (and keep once folded)
+            if self.one_thread and self.streams:
+                c.sender.share_core(self.streams[0][0].sender)
             meter = GoodputMeter(measured_from, self.t1)
             s.receiver.on_deliver = meter
             self.streams.append((c, s))

@@ -22,6 +22,11 @@ Configured with netperf's flags (netperf(1), "Netperf Manual" section 5/6):
 * ``K``  congestion control (netperf's ``-K``; ``cubic``, ``bbr`` or ``reno``/``newreno``; default: the
   host's ``net.ipv4.tcp_congestion_control``).
 
+TCP_RR's reader is woken for every message (``app.wakeup``, from the run's
+profile, default 0: ``sock_def_readable`` -> ``try_to_wake_up`` before the
+blocked ``recvmsg`` returns), so each transaction pays two wake-ups -- what an
+ICMP echo, answered in softirq (``icmp_echo``, net/ipv4/icmp.c), does not.
+
 ovssim's own keys: ``name``, ``start`` (offset from the scenario start),
 ``send_cost``/``recv_cost`` (the tool's CPU time per segment sent/received,
 charged to the endpoint's CPU), ``call_cost`` (CPU per ``send()`` call; default the profile's ``app.send_per_call``), ``server_cost`` (TCP_RR: server work per
@@ -109,6 +114,7 @@ class _NetperfTcp(Workload):
         self.cwnd_interval = cwnd_interval
         self.client = self.server = None
         self.server_cost = getattr(self, "server_cost", 0.0)
+        self.wakeup = 0.0
         self.t0 = self.t1 = 0.0
 
     def _open(self, ctx: RunContext):
@@ -121,8 +127,11 @@ class _NetperfTcp(Workload):
         call_cost = self.call_cost if self.call_cost is not None else app.get("send_per_call", 0.0)
         if self.server_cost is None:
             self.server_cost = app.get("rr_processing", 0.0)
+        # TCP_RR: each message wakes its reader (sock_def_readable -> try_to_wake_up) before recvmsg
+        self.wakeup = app.get("wakeup", 0.0)
         common = dict(cc=self.cc, mtu=self.mtu, nodelay=self.nodelay,
-                      send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost)
+                      send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost,
+                      send_byte_cost=app.get("send_per_byte", 0.0), recv_byte_cost=app.get("recv_per_byte", 0.0))
         self.client, self.server = connect(
             env, ctx.src, ctx.dst, self.port,
             client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer),
@@ -224,12 +233,15 @@ class NetperfTcpRR(_NetperfTcp):
         self._srv_have += nbytes
         while self._srv_have >= self.request:
             self._srv_have -= self.request
+            now_woken = now + self.wakeup       # the blocked reader woken first (try_to_wake_up)
             if self.server_cost:
                 cpu = self.server.endpoint.cpu
                 # the server process's turnaround, on whichever core the scheduler finds free first
-                done = cpu.serve(now, self.server_cost, None) if cpu is not None else None
-                call_at(self.env, done if done is not None else now + self.server_cost,
+                done = cpu.serve(now_woken, self.server_cost, None) if cpu is not None else None
+                call_at(self.env, done if done is not None else now_woken + self.server_cost,
                         self._respond)
+            elif self.wakeup:
+                call_at(self.env, now_woken, self._respond)
             else:
                 self.server.write(self.response)
 
@@ -243,10 +255,13 @@ class NetperfTcpRR(_NetperfTcp):
             if now <= self.t1:
                 self.transactions += 1
                 lat = self.latencies.values
-                lat.append(now - self._req_t)
+                lat.append(now + self.wakeup - self._req_t)
                 if len(lat) >= DelayStats.CAPACITY:
                     self.latencies.fold()
-                self._send_request()
+                if self.wakeup:
+                    call_at(self.env, now + self.wakeup, self._send_request)
+                else:
+                    self._send_request()
 
     def metrics(self) -> list[Metric]:
         span = self.t1 - self.t0

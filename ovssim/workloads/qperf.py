@@ -1,4 +1,4 @@
-"""qperf: ``qperf HOST tcp_lat | udp_lat | tcp_bw`` (``-m SIZE -t TIME``).
+"""qperf: ``qperf HOST tcp_lat | udp_lat | tcp_bw | udp_bw`` (``-m SIZE -t TIME``).
 
 * ``tcp_lat``/``udp_lat``: a ``-m`` byte message (default 1) goes back and forth, one at a
   time (:class:`~ovssim.workloads.rr.Exchange`, closed loop); qperf's ``latency`` is half
@@ -8,8 +8,17 @@
 * ``tcp_bw``: one stream of ``-m`` byte writes (default 64 KiB), reported as ``bw``
   (Mbit/s of data read by the server, as qperf's ``bw``).
 
-Not simulated: ``udp_bw`` (qperf's unthrottled UDP sender is limited by the socket
-buffer and the device queue, which ovssim's UDP sources do not model).
+* ``udp_bw``: the client sends ``-m`` byte datagrams (default 32 KiB; the campaigns use 1400)
+  back to back for the whole test, one ``send()`` after another with no pacing (qperf's
+  socket.c udp_bw client loop); the server counts what it reads.  qperf reports
+  ``send_bw`` (bytes the client sent over the test time), ``recv_bw`` (bytes the server
+  read over the same time) and, with ``-v``, ``msg_rate`` (datagrams read per second):
+  here ``send_bw`` and ``recv_bw`` in Mbit/s, ``msg_rate`` in 1/s.  The sender goes as fast
+  as its ``send()`` (profile ``app.send_per_packet``) and, for a sender sharing the host's
+  kernel (a container), the softirq work each datagram takes on its core allow.  Not
+  modelled: the UDP socket's send buffer (a blocking ``send()`` waits for skbs to be
+  freed) and the receiver's socket buffer (its overflow drops), so ``recv_bw`` falls
+  below ``send_bw`` only where the path drops.
 """
 from __future__ import annotations
 
@@ -18,9 +27,11 @@ from ..tcp.spec import Option, as_cc, as_port, as_positive_time, as_size, as_tim
 from .base import Metric, RunContext, Workload
 from .netperf import NetperfTcpStream
 from .rr import Exchange
+from .udp import IperfUdp
 
 QPERF_MSG_BW = 64 * 1024        # qperf's default message size for *_bw tests
 QPERF_MSG_LAT = 1               # and for *_lat tests
+QPERF_MSG_UDP_BW = 32 * 1024    # udp_bw's default (qperf caps a UDP message below 64 KiB)
 QPERF_PORT = 19765
 
 _OPTS = [
@@ -84,11 +95,46 @@ class QperfTcpBw(NetperfTcpStream):
         return [Metric("bw", m[0].value, "Mbit/s")] + m[1:]
 
 
+class QperfUdpBw(IperfUdp):
+    """``qperf udp_bw``: datagrams of ``-m`` bytes blasted for ``-t``; ``send_bw``, ``recv_bw``, ``msg_rate``."""
+
+    kind = "qperf_udp_bw"
+    OPTIONS = [o for o in _OPTS if o.name != "cc"]
+
+    def __init__(self, *, size: int = QPERF_MSG_UDP_BW, length: float | None = None, name: str | None = None,
+                 start: float = 0.0, port: int = QPERF_PORT):
+        # a nominal -b for IperfUdp's checks; the sender is not paced (gap 0, below)
+        super().__init__(rate_bps=size * 8.0, length=size, duration=length, start=start, port=port,
+                         name=name or "udp_bw")
+        self.rate_bps = float("inf")
+
+    @classmethod
+    def from_spec(cls, t: dict) -> "QperfUdpBw":
+        return cls(**parse_table(t, cls.OPTIONS, tool="qperf udp_bw",
+                                 fixed={"tool": ("qperf",), "test": ("udp_bw",)}))
+
+    def start(self, ctx: RunContext) -> None:
+        if not ctx.extra.get("app", {}).get("send_per_packet", 0.0) > 0.0:
+            raise ConfigError("qperf udp_bw sends as fast as send() returns: it needs a send cost",
+                              key="params.app.send_per_packet", fix='set "app.send_per_packet" above 0, e.g. "2us"')
+        super().start(ctx)
+        self.test_time = self.t_end - self.t0
+
+    def metrics(self) -> list[Metric]:
+        t = self.test_time
+        return [Metric("send_bw", self.sent * self.length * 8 / t / 1e6, "Mbit/s"),
+                Metric("recv_bw", self.rx_bytes * 8 / t / 1e6, "Mbit/s"),
+                Metric("msg_rate", self.rx / t, "1/s"),
+                Metric("loss", 100.0 * max(0, self.sent - self.rx) / self.sent if self.sent else 0.0, "%")]
+
+
 def qperf_from_spec(table: dict) -> Workload:
     test = str(table.get("test", "")).lower()
     if test in ("tcp_lat", "udp_lat"):
         return QperfLat.from_spec(dict(table, test=test))
     if test == "tcp_bw":
         return QperfTcpBw.from_spec(dict(table, test=test))
+    if test == "udp_bw":
+        return QperfUdpBw.from_spec(dict(table, test=test))
     raise ConfigError(f"qperf test {table.get('test')!r} is not simulated", key=f"workload.{table.get('name')}.test",
-                      fix='use test = "tcp_lat", "udp_lat" or "tcp_bw"')
+                      fix='use test = "tcp_lat", "udp_lat", "tcp_bw" or "udp_bw"')

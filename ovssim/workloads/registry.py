@@ -20,6 +20,7 @@ WORKLOADS = {
     ("qperf", "tcp_lat"): "qperf:QperfLat",
     ("qperf", "udp_lat"): "qperf:QperfLat",
     ("qperf", "tcp_bw"): "qperf:QperfTcpBw",
+    ("qperf", "udp_bw"): "qperf:QperfUdpBw",
     ("sockperf", "ping-pong"): "sockperf:Sockperf",
     ("sockperf", "under-load"): "sockperf:Sockperf",
 }

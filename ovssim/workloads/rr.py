@@ -126,7 +126,8 @@ class Exchange(Workload):
             self.rtts.append(now - t)
         if self.loop == "closed":
             nxt = now if self.mps is None else max(now, self._last_send + 1.0 / self.mps)
-            if nxt > now:
+            # a reply handed over ahead of the clock (lookahead elements) is read at its own time
+            if nxt > self.env._now:
                 call_at(self.env, nxt, self._send)
             else:
                 self._send()

@@ -76,6 +76,16 @@ def test_qperf_reports_half_round_trip():
     assert r.metrics["tcp_rr_transactions_per_s"][0] == pytest.approx(1 / 202e-6)
 
 
+
+def test_qperf_udp_bw_in_bits_per_second():
+    # qperf -v ... udp_bw on this machine's loopback (1400-byte messages): SI prefixes, bytes per second
+    m = qperf.parse(read("qperf_udp_bw.txt")).metrics
+    assert m["udp_bw_send_bw"] == (148e6 * 8, "bit/s")
+    assert m["udp_bw_recv_bw"] == (65.5e6 * 8, "bit/s")
+    assert m["udp_bw_msg_rate"] == (47e3, "1/s")
+    # msg_rate counts what the server read: recv_bw / msg_size, to qperf's rounding
+    assert m["udp_bw_msg_rate"][0] == pytest.approx(65.5e6 / 1400, rel=0.01)
+
 def test_sockperf_percentiles_monotone_and_full_log_is_twice_latency():
     r = sockperf.parse_summary(read("sockperf_pp.txt"))
     order = ["half_rtt_min", "half_rtt_p25", "half_rtt_p50", "half_rtt_p75", "half_rtt_p90",

@@ -338,3 +338,26 @@ def test_scenario_rx_frames_is_validated():
     d["bridge"][0]["uplink"] = "eth0"
     with pytest.raises(ConfigError, match="rx_frames"):
         from_dict(d, file="x")
+
+
+def test_softirq_rounds_squeeze_at_netdev_budget():
+    """net_rx_action's budget: polls that run back to back (frames arrive at 40 Gbit/s, each costs
+    1 us of a core) form one round until 300 frames are taken, then a time_squeeze; trains of 45 frames
+    10 ms apart each start a round of their own and never squeeze."""
+    from ovssim.path.cpu import CpuPool
+    frame_time = (tcp_frame_size(MSS) + 24) * 8 / 40e9
+
+    def run(gap, trains):
+        env = simpy.Environment()
+        rx = NapiRx(env, Const(5e-6), Sink(), cpu=CpuPool(env, 1), cpu_per_packet=1e-6)
+        for i in range(trains):
+            skb = gso_skb(45, seq=i * 45 * MSS)
+            skb.first_at = 1.0 + i * gap
+            skb.t = skb.first_at + 44 * frame_time
+            rx.put(skb)
+        return rx
+    busy = run(45 * frame_time, 40)          # 1800 frames, the core always behind
+    assert busy.frames == 1800
+    assert 1800 // (300 + 63) <= busy.time_squeeze <= 1800 // 300
+    quiet = run(10e-3, 40)
+    assert quiet.frames == 1800 and quiet.time_squeeze == 0

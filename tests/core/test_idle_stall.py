@@ -38,7 +38,7 @@ class Recorder(Sink):
         super().put(pkt)
 
 
-def deliveries(send_times, prob, seed=1):
+def deliveries(send_times, prob, seed=1, *, idle_wake=0.0, busy_share=1.0):
     """Times at which packets sent at ``send_times`` leave the datapath (one flow, installed)."""
     env = simpy.Environment()
     prof = Profile.default()
@@ -46,7 +46,7 @@ def deliveries(send_times, prob, seed=1):
     dp = OvsDatapath(env, "br0", CpuPool(env, 2, "host"), stats=prof.sampler("ovs.stats", rng("s")),
                      lookup=prof.sampler("ovs.lookup", rng("l")), actions=prof.sampler("ovs.actions", rng("a")),
                      upcall=prof.sampler("ovs.upcall", rng("u")), idle_stall_prob=prob, idle_stall=STALL,
-                     idle_after=IDLE_AFTER, stall_rng=rng("stall"))
+                     idle_after=IDLE_AFTER, stall_rng=rng("stall"), idle_wake=idle_wake, busy_share=busy_share)
     a = dp.add_port("a", Sink(env))
     out = Recorder(env)
     dp.add_port("b", out)
@@ -119,6 +119,43 @@ def test_share_of_stalled_wakeups_follows_prob_and_is_deterministic(prob, seed):
     assert np.allclose(extra[hit], STALL, atol=1e-12) and np.allclose(extra[~hit], 0.0, atol=1e-12)
     sd = np.sqrt(prob * (1 - prob) / n)
     assert abs(hit.mean() - prob) < 5 * sd
+
+
+WAKE = 100e-6
+
+
+def test_a_quiet_host_never_stalls_and_pays_the_idle_cores_wakeup_instead():
+    """busy share 0 (data/local/2026-11-24: cpu_busy 0.02, no stalls): even prob 1 never stalls, and every
+    wake-up after idling costs exactly idle_wake; a busy share of 1 never pays idle_wake."""
+    times = [0.01 * i for i in range(1, 50)]
+    plain, _ = deliveries(times, 0.0)
+    quiet, _ = deliveries(times, 1.0, idle_wake=WAKE, busy_share=0.0)
+    assert quiet - plain == pytest.approx(np.full(len(times), WAKE), abs=1e-12)
+    busy, _ = deliveries(times, 0.0, idle_wake=WAKE, busy_share=1.0)
+    assert np.array_equal(busy, plain)
+
+
+def test_a_busy_datapath_pays_no_idle_wakeup():
+    times = [0.001 * i for i in range(1, 200)]          # every 1 ms < idle_after
+    plain, _ = deliveries(times, 0.0)
+    quiet, _ = deliveries(times, 0.0, idle_wake=WAKE, busy_share=0.0)
+    assert quiet[0] == pytest.approx(plain[0] + WAKE)    # the first finds it asleep
+    assert (np.abs(quiet[5:] - plain[5:]) < 20e-6).all()
+
+
+@settings(max_examples=10, deadline=None)
+@given(prob=st.floats(0.1, 0.9), busy=st.floats(0.1, 0.9), seed=st.integers(0, 2**31))
+def test_shares_of_stalls_and_idle_wakeups_follow_the_busy_share(prob, busy, seed):
+    n = 600
+    times = [0.01 * i for i in range(1, n + 1)]
+    plain, _ = deliveries(times, 0.0, seed)
+    got, _ = deliveries(times, prob, seed, idle_wake=WAKE, busy_share=busy)
+    extra = got - plain
+    stalled = np.isclose(extra, STALL, atol=1e-12)
+    woken = np.isclose(extra, WAKE, atol=1e-12)
+    assert (stalled | woken | np.isclose(extra, 0.0, atol=1e-12)).all()
+    for share, p in ((stalled.mean(), busy * prob), (woken.mean(), 1 - busy)):
+        assert abs(share - p) < 5 * np.sqrt(p * (1 - p) / n)
 
 
 def test_profile_rejects_an_impossible_probability():

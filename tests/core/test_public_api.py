@@ -109,5 +109,7 @@ def test_every_element_takes_tc_units():
     vif = ovssim.VifBackend(env, "kvm-tap", cpu, delay=Sampler("5us", rng), cpu_per_packet="3us",
                             cpu_per_byte="1ns")
     assert (vif.cpu_per_packet, vif.cpu_per_byte) == (3e-6, 1e-9)
+    pmd = ovssim.PmdThread(env, per_batch="2us", per_packet="500ns", empty_poll="0.1us")
+    assert (pmd.per_batch, pmd.per_packet, pmd.empty_poll) == pytest.approx((2e-6, 5e-7, 1e-7))
     with pytest.raises(OvssimError):
         ovssim.PhysicalSwitch(env, "sw2", latency="fast")

@@ -40,6 +40,18 @@ def test_scaling_changes_the_cpu_costs_and_nothing_else():
     assert fast.state["speed_index"] == 2.0 and slow.state["speed_index"] == 0.5
 
 
+def test_a_busy_share_moves_the_state_and_no_parameter():
+    """Profile.scaled(index, cpu_busy=...) sets the state the netdev thread's wake-ups find; every value
+    stays; a profile stating no busy share is taken as fully busy (its stall probability as fitted)."""
+    slow = fitted(0.5)
+    assert slow.busy_share() == 1.0
+    quiet = slow.scaled(0.5, cpu_busy=0.02)
+    assert quiet.busy_share() == 0.02 and slow.busy_share() == 1.0
+    assert all(value(quiet, k) == value(slow, k) for k in SCHEMA)
+    with pytest.raises(Exception, match="cpu_busy"):
+        Profile({"profile": {"name": "x"}, "state": {"cpu_busy": 1.5}}, base=Profile.default())
+
+
 def test_draws_scale_draw_for_draw_and_scalings_compose():
     slow = fitted(0.5)
     a = slow.scaled(1.0).dist("ovs.lookup").rvs(1000, np.random.default_rng(3))

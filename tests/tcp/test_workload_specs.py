@@ -132,3 +132,49 @@ def test_profile_send_per_call_caps_a_cpu_bound_sender(make_path):
         res[per_call] = next(m.value for m in w.metrics() if m.name == "throughput")
     assert res[0.0] > 90
     assert res[30e-6] == pytest.approx(256 * 8 / 30e-6 / 1e6, rel=0.03)
+
+
+def test_profile_per_byte_copy_costs_cap_a_cpu_bound_stream(make_path):
+    """app.send_per_byte / app.recv_per_byte: the socket copies charged per byte on each end's core,
+    apart from the per-skb costs.  At 0.2 ns/byte on one core a sender copies at most 1/0.2ns =
+    5 GB/s, far above the 100 Mbit/s path; at 100 ns/byte it copies 10 MB/s = 80 Mbit/s of payload,
+    the cap.  The receiver's core is charged payload x its per-byte cost."""
+    import dataclasses
+    res, busy = {}, {}
+    for per_byte in (0.2e-9, 100e-9):
+        p = make_path(rate=100e6, delay=0.0005)
+        p.a.cpu = CpuPool(p.env, cores=1)
+        p.b.cpu = CpuPool(p.env, cores=1)
+        w = NetperfTcpStream(length=2.0, send_cost=0.0, recv_cost=0.0)
+        ctx = dataclasses.replace(p.ctx(2.0), extra={"app": {"send_per_byte": per_byte,
+                                                              "recv_per_byte": per_byte / 2}})
+        w.start(ctx)
+        p.env.run(until=2.5)
+        res[per_byte] = next(m.value for m in w.metrics() if m.name == "throughput")
+        rcv = w.server.receiver
+        busy[per_byte] = (p.b.cpu.busy[0], rcv.bytes_received * per_byte / 2)
+    assert res[0.2e-9] > 90
+    assert res[100e-9] == pytest.approx(8 / 100e-9 / 1e6, rel=0.03)
+    for got, copied in busy.values():
+        assert got == pytest.approx(copied, rel=0.02)
+
+
+def test_iperf3_one_thread_sends_every_stream_from_one_core(make_path):
+    """iperf3 before 3.16 writes all -P streams from one thread: with a CPU-bound write cost on a
+    2-core sender, one_thread puts all of it on one core (the other stays idle) and caps the sum at
+    what one core can write: on a 100 Mbit/s path, 20 ms per 128 KiB write lets one core write
+    128 KiB x 8 / 20 ms = 52 Mbit/s; two cores 105 (the path's ~94 caps them)."""
+    res, busy = {}, {}
+    for one in (False, True):
+        p = make_path(rate=100e6, delay=0.0005)
+        p.a.cpu = CpuPool(p.env, cores=2)
+        w = IperfTcp(parallel=4, time=3.0, send_cost=0.0, recv_cost=0.0, call_cost=20e-3, one_thread=one,
+                     cwnd_interval=0.0)
+        w.start(p.ctx(3.0))
+        p.env.run(until=3.5)
+        res[one] = next(m.value for m in w.metrics() if m.name == "throughput")
+        busy[one] = sorted(p.a.cpu.busy)
+    assert busy[True][0] == 0.0 and busy[True][1] > 0.0
+    assert busy[False][0] > 0.0
+    assert res[True] == pytest.approx(131072 * 8 / 20e-3 / 1e6, rel=0.05)
+    assert res[False] > 1.5 * res[True]

@@ -40,3 +40,17 @@ def test_no_fit_returns_committed_profile(tmp_path):
     path, res = fit_profile(Runner(1), s, name="x", configs=[], params=[], targets=[], data_files=[],
                             description="", method_note="")
     assert res is None and path == tmp_path / "x.toml"
+
+
+def test_tied_and_fixed_parameters_go_with_the_fitted_ones():
+    """A tied parameter takes the fitted one's value, a fixed one its given value; both reach the scenario's
+    overrides (what each evaluation runs with and what the written profile holds)."""
+    cfg = _ping_config()
+    params = [Param.parse("app.send_per_byte=0.01ns..20ns")]
+    model = MultiConfigModel(Runner(1), [cfg], params, tied={"app.recv_per_byte": "app.send_per_byte"},
+                             fixed={"app.send_per_call": "7us"})
+    out = model.overrides({"app.send_per_byte": 2e-9})
+    assert Profile.load("default").time("app.send_per_byte") == 0.0
+    assert out["app.send_per_byte"] == out["app.recv_per_byte"]
+    assert float(out["app.recv_per_byte"].removesuffix("us")) == pytest.approx(2e-3)
+    assert out["app.send_per_call"] == "7us"

@@ -1,0 +1,247 @@
+"""OVS with AF_XDP ports on this machine (``data/local/local-afxdp``, issue 18).
+
+The collector ran the namespace testbed's OVS (userspace netdev datapath) with its VIFs as
+``type=afxdp`` ports -- a PMD thread busy-polls their XSK rings -- and, as the baseline, with
+the default ``system`` ports (AF_PACKET), 1 bridge and chains of 2 and 4 joined by patch
+ports: iperf3 CUBIC and BBR with ping beside them, ping, qperf ``tcp_lat``/``udp_lat`` and
+``udp_bw``, sockperf UDP ping-pong.
+
+Split: ``calibration/local_afxdp.toml`` (based on ``local_netns``, the AF_PACKET fit of the
+other campaign) fits the PMD's cost per frame, ``ovs.afxdp.per_packet``, on the **1-bridge
+AF_XDP iperf3 CUBIC throughput**.  Everything else is held out: the chains of 2 and 4 bridges,
+BBR, every RTT, qperf ``udp_bw``, the PMD's processing cycles per packet that OVS counted
+(``pmd-stats-show``: ``pmd_processing_cycles / pmd_packets``), and the ``system``-port runs,
+predicted with ``local_netns`` unchanged (that profile never saw this campaign).
+``ovs.afxdp.per_batch`` stays at the default profile's 2 us: these data cannot separate it
+(the measured cycles per packet do not fall with the batch size on this loaded machine).
+Each measured workload is simulated in a run of its own, so the PMD's counters are its alone.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..fit.calibrate import Param, Target, target_sigma
+from . import plots
+from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, shown, variant
+from .compare import Comparison, mean_ci
+from .simulate import Config, Runner
+
+DATA = ROOT / "data" / "local" / "local-afxdp"
+BASE_PROFILE = "local_netns"
+PORTS = {"netdev+afxdp": "afxdp", "netdev": "system"}       # the collector's datapath column -> port_type
+PING = {"tool": "ping", "c": 15, "i": "10ms"}
+# measured workload -> [(sim workload name, its table without from/to/start, offset in the run)], span (s)
+WORKLOADS = {
+    # iperf3 -O 1 in the collector: -O here too; the ping beside it starts once the flow is up
+    "cubic": ([("cubic", {"tool": "iperf", "proto": "tcp", "C": "cubic", "O": "0.1s", "t": "0.3s"}, 0.0),
+               ("cubic_ping", PING, 0.12)], 0.3),
+    "bbr": ([("bbr", {"tool": "iperf", "proto": "tcp", "C": "bbr", "O": "0.1s", "t": "0.3s"}, 0.0),
+             ("bbr_ping", PING, 0.12)], 0.3),
+    "ping": ([("ping", {"tool": "ping", "c": 50, "i": "20ms"}, 0.0)], 1.0),
+    "qperf_lat": ([("tcp_lat", {"tool": "qperf", "test": "tcp_lat", "t": "0.2s"}, 0.0),
+                   ("udp_lat", {"tool": "qperf", "test": "udp_lat", "t": "0.2s"}, 0.25)], 0.45),
+    "qperf_udp_bw": ([("udp_bw", {"tool": "qperf", "test": "udp_bw", "m": "1400b", "t": "0.2s"}, 0.0)], 0.2),
+    "sockperf_udp": ([("sockperf", {"tool": "sockperf", "proto": "udp", "m": "64b", "t": "0.2s"}, 0.0)], 0.2),
+}
+# the TCP loads last: their queues and CPU backlog must not spill into the latency tools
+ORDER = ["ping", "qperf_lat", "sockperf_udp", "qperf_udp_bw", "cubic", "bbr"]
+# (measured workload, measured metric, factor to the sim unit, sim workload, sim metric, unit, report metric)
+METRICS = [("cubic", "throughput", 1e-6, "cubic", "throughput", "Mbit/s", "throughput"),
+           ("cubic", "probe_rtt_mean", 1e3, "cubic_ping", "rtt_mean", "ms", "rtt"),
+           ("bbr", "throughput", 1e-6, "bbr", "throughput", "Mbit/s", "throughput"),
+           ("bbr", "probe_rtt_mean", 1e3, "bbr_ping", "rtt_mean", "ms", "rtt"),
+           ("ping", "rtt_mean", 1e3, "ping", "rtt_mean", "ms", "rtt"),
+           ("qperf_lat", "tcp_rr_rtt", 1e3, "tcp_lat", "rtt_mean", "ms", "rtt"),
+           ("qperf_lat", "udp_rr_rtt", 1e3, "udp_lat", "rtt_mean", "ms", "rtt"),
+           ("qperf_udp_bw", "udp_bw_send_bw", 1e-6, "udp_bw", "send_bw", "Mbit/s", "throughput"),
+           ("qperf_udp_bw", "udp_bw_recv_bw", 1e-6, "udp_bw", "recv_bw", "Mbit/s", "throughput"),
+           ("sockperf_udp", "half_rtt_mean", 1e3, "sockperf", "half_rtt_mean", "ms", "rtt"),
+           ("sockperf_udp", "half_rtt_p50", 1e3, "sockperf", "half_rtt_p50", "ms", "rtt")]
+# the PMD's own figure: pmd-stats-show processing cycles per packet (derived per run), its simulated twin
+PMD_CYCLES = "pmd_processing_cycles_per_packet"
+PMD_WORKLOADS = {"cubic": "cubic", "bbr": "bbr", "qperf_udp_bw": "udp_bw"}
+SUFFIX = {"send_bw": " send", "recv_bw": " recv", "half_rtt_p50": " p50"}      # rows of one workload told apart
+FIT = ("cubic", "throughput")               # on the 1-bridge AF_XDP runs
+
+
+def load_measured(data: Path = DATA):
+    from ..collect.store import load_results
+    df = load_results(data)
+    df = df[(df["status"] == "ok") & df["datapath"].isin(list(PORTS))].copy()
+    df["port_type"] = df["datapath"].map(PORTS)
+    # pmd-stats-show's processing cycles per packet, one row per run
+    keys = ["run_id", "metric"]
+    pmd = df[df["metric"].isin(["pmd_processing_cycles", "pmd_packets"])].set_index(keys)["value"].unstack("metric")
+    per_pkt = (pmd["pmd_processing_cycles"] / pmd["pmd_packets"]).dropna()
+    if not per_pkt.empty:
+        w = df.drop_duplicates("run_id").set_index("run_id").loc[per_pkt.index].reset_index()
+        w["value"], w["metric"], w["unit"] = per_pkt.to_numpy(), PMD_CYCLES, "cycles"
+        df = pd.concat([df, w[df.columns]], ignore_index=True)
+    return df
+
+
+def _label(port_type: str, chain: int) -> str:
+    return f"{port_type}-{int(chain)}"
+
+
+def _config(port_type: str, chain: int, workloads: list[str]) -> Config:
+    base = load_scenario_dict("local_netns.toml")
+    edits = {"bridge.br": {"chain": int(chain), "link": "patch", "port_type": port_type}}
+    if int(chain) > 1:
+        edits["vm.ns2"] = {"bridge": f"br-{int(chain)}"}
+    wls, t = [], 0.0
+    for w in sorted(workloads, key=ORDER.index):
+        parts, span = WORKLOADS[w]
+        for name, spec, offset in parts:
+            wls.append({"name": name, "from": "ns1", "to": "ns2", "start": f"{t + offset:.3f}s", **spec})
+        t += span + 0.1
+    sc = variant(base, workloads=wls, **edits)
+    sc["scenario"]["duration"] = f"{t:.3f}s"
+    label = "-".join([port_type, str(int(chain)), *workloads])
+    return Config(label, sc, {"port_type": port_type, "chain": int(chain)})
+
+
+def _runs(df, port_type: str, chain: int, workload: str, metric: str, factor: float) -> np.ndarray:
+    sel = df[(df["port_type"] == port_type) & (df["chain"] == chain) & (df["workload"] == workload)
+             & (df["metric"] == metric)]
+    return sel["value"].to_numpy(float) * factor
+
+
+def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
+    df = load_measured(data)
+    tb = TestbedResult("local_afxdp", "Issue 18: OVS with AF_XDP ports on this machine (data/local/local-afxdp)",
+                       section="afxdp")
+    if df.empty:
+        tb.notes.append(f"No AF_XDP data in {data}: collect it with `ovssim collect "
+                        "data/campaigns/local-afxdp.toml` (root).")
+        return [tb]
+    # -- fit: the PMD's cost per frame, on the 1-bridge CUBIC throughput ----------------------------------
+    fit_cfg = _config("afxdp", 1, [FIT[0]])
+    runs = _runs(df, "afxdp", 1, FIT[0], FIT[1], 1e-6)
+    sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
+    targets = [Target(f"{fit_cfg.label}/cubic", "throughput", float(runs.mean()), sigma, "Mbit/s", runs, how)]
+    path, res = fit_profile(
+        runner, settings, name="local_afxdp", configs=[fit_cfg],
+        params=[Param.parse("ovs.afxdp.per_packet=0.1us..60us")],
+        targets=targets, data_files=[data / "results.csv.gz"] if (data / "results.csv.gz").is_file() else [],
+        base_profile=BASE_PROFILE,
+        description="This machine's namespace testbed with OVS AF_XDP ports: local_netns plus the PMD's cost "
+                    "per frame, fitted on the 1-bridge AF_XDP iperf3 CUBIC throughput",
+        method_note="target: iperf3 CUBIC throughput of the 1-bridge AF_XDP runs; sigma = std/sqrt(n) of the "
+                    "runs; every local_netns parameter fixed, ovs.afxdp.per_batch at the default profile's",
+        x0={"ovs.afxdp.per_packet": 8e-6}, max_evals=12)
+    tb.profile = shown(path)
+    tb.fit = fit_summary(res, path)
+    tb.split = ("Fitted: `ovs.afxdp.per_packet` (the PMD's whole pass per frame) on the 1-bridge AF_XDP iperf3 "
+                "CUBIC throughput (`calibration/local_afxdp.toml`, based on `local_netns`). Held out: the chains "
+                "of 2 and 4 bridges, BBR, every RTT, qperf udp_bw, the PMD's processing cycles per packet that "
+                "OVS counted (pmd-stats-show), and the `system`-port (AF_PACKET) runs, predicted by "
+                "`local_netns`, which never saw this campaign. `ovs.afxdp.per_batch` is the default profile's "
+                "2 us (not identifiable from these data).")
+    # -- predict everything measured --------------------------------------------------------------------
+    keys = sorted(set(zip(df["port_type"], df["chain"], df["workload"])))
+    cfgs = {}
+    for pt, chain, wl in keys:
+        if wl not in WORKLOADS or (settings.fast and (pt, chain) != ("afxdp", 2)):
+            continue
+        cfgs[(pt, chain, wl)] = _config(pt, chain, [wl])
+    sims = {}
+    af = [c for k, c in cfgs.items() if k[0] == "afxdp"]
+    sy = [c for k, c in cfgs.items() if k[0] == "system"]
+    if af:
+        sims.update(runner.run(af, str(path), reps=settings.reps, seed=1818))
+    if sy:
+        sims.update(runner.run(sy, str(settings.calibration_dir / f"{BASE_PROFILE}.toml"), reps=settings.reps,
+                               seed=1818))
+    for (pt, chain, wl), c in cfgs.items():
+        sim = sims[c.label]
+        for mwl, mm, f, swl, sm, unit, metric in METRICS:
+            runs = _runs(df, pt, chain, wl, mm, f) if mwl == wl else np.array([])
+            vals = sim.values(swl, sm)
+            if runs.size == 0 or vals.size == 0:
+                continue
+            y, lo, hi = mean_ci(runs)
+            m, slo, shi = mean_ci(vals)
+            split = "in-sample" if (pt, chain, wl, mm) == ("afxdp", 1, *FIT) else "held-out"
+            tb.rows.append(Comparison(tb.name, f"{_label(pt, chain)} {swl}{SUFFIX.get(sm, '')}", metric, unit,
+                                      y, lo, hi, m, slo, shi, split, metric, note=f"{runs.size} runs"))
+        if pt == "afxdp":
+            _pmd_rows(tb, df, chain, wl, sim)
+    _figures(tb, settings)
+    _notes(tb, df)
+    return [tb]
+
+
+def _pmd_rows(tb: TestbedResult, df, chain: int, wl: str, sim) -> None:
+    """The PMD's processing cycles per packet (pmd-stats-show) and its core's busy share (no target)."""
+    if wl in PMD_WORKLOADS:
+        runs = _runs(df, "afxdp", chain, wl, PMD_CYCLES, 1.0)
+        vals = sim.values("system", "pmd.local.processing_cycles_per_packet")
+        if runs.size and vals.size:
+            y, lo, hi = mean_ci(runs)
+            m, slo, shi = mean_ci(vals)
+            batch = sim.values("system", "pmd.local.packets_per_rx_batch")
+            tb.rows.append(Comparison(tb.name, f"{_label('afxdp', chain)} {PMD_WORKLOADS[wl]} PMD", PMD_CYCLES,
+                                      "cycles", y, lo, hi, m, slo, shi,
+                                      "held-out", "",
+                                      note=f"{runs.size} runs; simulated {np.mean(batch):.1f} frames per batch"))
+    if wl == "ping":
+        busy = sim.values("system", "cpu_util.local.core1")
+        if busy.size:
+            m, slo, shi = mean_ci(busy)
+            tb.rows.append(Comparison(tb.name, f"{_label('afxdp', chain)} ping PMD core", "cpu_util", "%",
+                                      100.0, 100.0, 100.0, m, slo, shi, "held-out", "", band="a busy-polling core",
+                                      note="the pmd-cpu-mask core under a ping every 20 ms: 100 % in top"))
+
+
+def _figures(tb: TestbedResult, settings: Settings) -> None:
+    for metric, unit in (("throughput", "Mbit/s"), ("rtt", "ms")):
+        rows = [r for r in tb.rows if r.metric == metric]
+        if rows:
+            fn = f"afxdp_{metric}.png"
+            plots.bars(settings.figures_dir / fn, f"AF_XDP vs system ports: {metric}", f"{metric} ({unit})", rows)
+            tb.figures.append((fn, f"{metric}: measured (grey, 95% CI over runs) vs simulated "
+                                   f"(blue in-sample, red held-out; 95% CI over {settings.reps} replications)"))
+
+
+def _notes(tb: TestbedResult, df) -> None:
+    busy = df[df["metric"] == "cpu_busy"]["value"].to_numpy(float)
+    cv = []
+    for (pt, chain, wl, mm), g in df.groupby(["port_type", "chain", "workload", "metric"]):
+        if mm in ("throughput", "rtt_mean", "tcp_rr_rtt") and g["value"].size > 1:
+            cv.append(float(g["value"].std(ddof=1) / g["value"].mean()))
+    tb.notes.append(
+        "**A loaded machine.** This campaign ran while other jobs shared the 2 cores (`cpu_busy` "
+        f"{np.mean(busy):.2f} on average over the runs; load average 5.2 at the start, metadata.json): the "
+        f"run-to-run spread of the throughputs and mean RTTs is {100 * np.median(cv):.0f} % (median coefficient "
+        "of variation over the configurations), wider than the 3 % and 10 % targets themselves, so a miss here "
+        "says as much about the measurement as about the model. The PMD thread busy-polls one core, but on a "
+        "machine with more runnable threads than cores the kernel still time-slices it: a frame that arrives "
+        "while the PMD is descheduled waits up to a scheduler slice (milliseconds), which the model -- whose PMD "
+        "owns its core -- does not have; that is why the measured AF_XDP ping and request/response RTTs are "
+        "milliseconds, not tens of microseconds.")
+    tb.notes.append(
+        "**What the model's AF_XDP path is.** The host's pool has one core fewer; the PMD (its own core) "
+        "polls the XSK rx rings round robin, up to 32 frames a batch, and spends `ovs.afxdp.per_packet` on each "
+        "frame's whole pass (descriptors, miniflow, EMC/dpcls, actions: the netdev costs `ovs.stats/lookup/"
+        "actions` of `local_netns` were fitted with AF_PACKET's system calls inside and are not charged here), "
+        "then flushes the tx rings at the end of the batch (`ovs.afxdp.per_batch`: the rx burst and the "
+        "sendto() kicks, whose generic-mode transmit crosses the veth on the PMD's core; no qdisc). No "
+        "`ovs.latency` and no idle stall: a PMD never sleeps. Patch ports stay inside the PMD's pass, so a "
+        "chain costs only its patch crossings -- the measured AF_XDP throughput is flat too (CUBIC 858, 871, "
+        "920 Mbit/s for 1, 2, 4 bridges).")
+    tb.notes.append(
+        "**Why the rows miss.** (1) *RTT means*: the measured AF_XDP pings, qperf and sockperf means are "
+        "milliseconds because the PMD is time-sliced on this overloaded machine (above); their medians are not "
+        "(sockperf: 26 us full RTT at the median through 1 AF_XDP bridge, 88 us through AF_PACKET). (2) *RTT "
+        "medians*: the simulated ones are 2-4x the measured because `local_netns`'s host stack delay (~21 us a "
+        "direction) and, for AF_PACKET, `ovs.latency` (131 us), fitted on `data/local/local-bridges`, are larger "
+        "than this campaign's medians allow; the AF_XDP per-frame cost fitted on throughput (the PMD saturated) "
+        "also carries the time-slicing. (3) *udp_bw*: the simulated sender is limited only by "
+        "`app.send_per_packet` and its softirq work, and the receiver's socket buffer is not modelled, so the "
+        "real sender's ~13 us per datagram here and the receiver's drops (recv_bw 1/4-1/10 of send_bw) are "
+        "missing. (4) *PMD cycles*: OVS counts a busy iteration's TSC cycles even while the thread is "
+        "descheduled, so its cycles per packet mix work and waiting; the model's are work only.")
