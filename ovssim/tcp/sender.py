@@ -382,6 +382,14 @@ class TcpSender:
                 self.cwnd_limited = False
                 self._stall(now)
                 break
+            if len(wq.ends) > 1:
+                # tcp_grow_skb: a head shorter than min(cwnd quota, tcp_tso_segs) takes bytes of the next skb
+                quota = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
+                full = self.tso_segs()
+                missing = (quota if quota < full else full) * mss - n
+                if missing > 0:
+                    end = wq.grow_head(seq, missing)
+                    n = end - seq
             is_tail = end == wq.write_seq
             if n > mss:
                 size = self._send_size(n, seq, is_tail)

@@ -14,9 +14,10 @@ Linux builds a TCP socket's skbs in ``tcp_sendmsg_locked`` (net/ipv4/tcp.c, 6.x)
   ``sk_wmem_alloc`` > the tail's truesize (something of this socket still sits in a qdisc or a
   device); TX completion (``tcp_wfree`` -> ``tcp_tsq_handler``) or the next write sends it.
 
-``tcp_write_xmit`` (tcp_output.c) then sends the head skb whole or splits it (``tso_fragment``)
-to the congestion window's quota, ``tcp_tso_autosize`` and the peer's window; it never merges
-skbs (``tcp_mtu_probe``'s merging is not modelled).  This class keeps only the skbs' ends in
+``tcp_write_xmit`` (tcp_output.c, 6.18) then sends the head skb, first grown from the next
+unsent skb up to the congestion window's quota and ``tcp_tso_autosize`` (``tcp_grow_skb``, since
+6.10: one next skb, bytes shifted, never beyond it), or split (``tso_fragment``) to them and the
+peer's window.  ``tcp_mtu_probe``'s merging is not modelled.  This class keeps only the skbs' ends in
 sequence space; the head skb starts at the sender's ``snd_nxt``.
 """
 from __future__ import annotations
@@ -88,6 +89,24 @@ class WriteQueue:
         ends = self.ends
         while ends and ends[0] <= upto:
             ends.popleft()
+
+    def grow_head(self, snd_nxt: int, amount: int) -> int:
+        """``tcp_grow_skb`` (tcp_output.c, Linux 6.10+): move up to ``amount`` bytes of the next unsent
+        skb into the head before it is sent, dropping the next one once empty; returns the head's end."""
+        ends = self.ends
+        if len(ends) < 2:
+            return ends[0] if ends else snd_nxt
+        head, nxt = ends[0], ends[1]
+        if head + amount >= nxt:
+            ends.popleft()
+            ends[0] = nxt
+            if len(ends) == 1:
+                self.tail_seq = snd_nxt
+            return nxt
+        ends[0] = head + amount
+        if len(ends) == 2:
+            self.tail_seq = head + amount
+        return head + amount
 
     def should_autocork(self, snd_nxt: int, size_goal: int, rtx_skbs: int, wmem_alloc: int) -> bool:
         """``tcp_should_autocork`` for the tail after a write (``wmem_alloc`` counts from 1, as sk_wmem_alloc)."""

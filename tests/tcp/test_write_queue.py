@@ -42,12 +42,15 @@ def test_writes_fill_the_unsent_tail_then_new_skbs_and_a_sent_skb_is_never_refil
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 300_000), st.integers(0, 100_000)), min_size=1, max_size=30))
+@given(st.lists(st.tuples(st.integers(1, 300_000), st.integers(0, 100_000), st.integers(0, GOAL)),
+                min_size=1, max_size=30))
 def test_write_queue_conserves_bytes_and_keeps_skbs_within_size_goal(ops):
     wq, snd_nxt, written = WriteQueue(), 0, 0
-    for nbytes, send in ops:
+    for nbytes, send, grow in ops:
         wq.append(nbytes, GOAL, snd_nxt)
         written += nbytes
+        if grow and len(wq) > 1 and wq.ends[0] - snd_nxt + grow <= GOAL:
+            wq.grow_head(snd_nxt, grow)                       # tcp_grow_skb never beyond what tcp_tso_segs allows
         snd_nxt = min(snd_nxt + send, wq.write_seq)
         wq.sent(snd_nxt)
         starts = [snd_nxt] + list(wq.ends)[:-1]
@@ -147,3 +150,15 @@ def test_same_seed_same_skbs(monkeypatch):
     monkeypatch.undo()
     second, s2 = _skb_payloads(monkeypatch, 16384)
     assert first == second and s1.equals(s2)
+
+
+def test_grow_skb_fills_the_head_from_the_next_skb_only():
+    wq = WriteQueue()
+    for _ in range(3):
+        wq.append(GOAL, GOAL, 0)
+    assert wq.grow_head(GOAL - 5000, 8000) == GOAL + 8000      # a 5000-byte head takes 8000 bytes...
+    assert list(wq.ends) == [GOAL + 8000, 2 * GOAL, 3 * GOAL]
+    assert wq.grow_head(GOAL, 10 ** 6) == 2 * GOAL               # ...or the whole next skb, never more
+    assert list(wq.ends) == [2 * GOAL, 3 * GOAL]
+    assert wq.grow_head(2 * GOAL, 10 ** 6) == 3 * GOAL and len(wq) == 1
+    assert wq.tail_len(2 * GOAL) == GOAL                          # the grown head is the tail now
