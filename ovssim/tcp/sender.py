@@ -12,6 +12,12 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   acknowledged never exceed ``sndbuf``; a bulk writer keeps the buffer full,
   and each segment's share of the ``send()`` calls (``write_size`` bytes
   each) costs ``call_cost`` on the endpoint's CPU.
+* skbs are built at write time (write_queue.py: ``tcp_sendmsg_locked``'s size_goal and
+  tail append, ``tcp_push`` with autocorking): a bulk writer's writes enter the write
+  queue one at a time when the sender could send, and pile up in the unsent tail while
+  it waits (one write per write's CPU time, :meth:`_writer_catch_up`).  Nagle holds a
+  tail's last part-segment (``tcp_mss_split_point``); ``tcp_grow_skb`` refills a head
+  shorter than the window allows from the next unsent skb.
 * Loss detection and recovery as Linux does it: with SACK (RFC 2018) a
   scoreboard marks a segment lost once ``reordering`` segments above it are
   SACKed (RFC 6675 ``IsLost``; ``reordering`` starts at 3 and grows to the
@@ -38,12 +44,12 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   a new segment waits until the flow's core is free; a CPU-bound sender keeps
   its excess in the socket, not in a per-CPU backlog.
 
-* GSO skbs (tcp_output.c ``tcp_write_xmit``): new data leaves in skbs of up to
-  ``tcp_tso_segs`` segments -- ``tcp_tso_autosize``: the pacing rate's bytes
+* GSO skbs (tcp_output.c ``tcp_write_xmit``): new data leaves as the write queue's skbs, cut to
+  at most ``tcp_tso_segs`` segments -- ``tcp_tso_autosize``: the pacing rate's bytes
   per ``2^-sk_pacing_shift`` s (~1 ms), plus ``gso_max_size >> (min_rtt_us >>
   tcp_tso_rtt_log)`` (a full 64 KB skb below 512 us of RTT), at most
   ``gso_max_size`` less ``MAX_TCP_HEADER + 1``, at least ``tcp_min_tso_segs`` --
-  cut to the congestion window's quota and the peer's window as
+  and to the congestion window's quota and the peer's window as
   ``tcp_mss_split_point`` does.  The pacing rate is ``tcp_update_pacing_rate``'s
   (200 % of cwnd/srtt in slow start, 120 % after), updated on every ACK unless the
   congestion control sets it itself (BBR).
@@ -63,7 +69,8 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   (``Packet.tstamp``) and hands them over up to ~1 ms ahead.  The first 10 segments leave
   unpaced.  Send-buffer growth (``sndbuf_auto``, see buffers.py).
 
-Not modelled: the three-way handshake and FIN, RACK-TLP
+Not modelled: MSG_MORE / TCP_CORK, ACKs held in the socket backlog while the writer owns the
+socket (lock_sock, sk_flush_backlog), tcp_mtu_probe's merging, the three-way handshake and FIN, RACK-TLP
 (Linux's default loss detection since 4.18: time-based, with a reordering
 window of min_rtt/4), F-RTO and undo after a timeout, D-SACK, the persist
 timer, slow start after idle.
