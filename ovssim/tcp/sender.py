@@ -149,6 +149,8 @@ class TcpSender:
         # up to ``write_end`` enter it write by write (:meth:`_app_write`)
         self.wq = WriteQueue()
         self.max_window = 0         # tp->max_window: the largest window the peer offered
+        self._goal_window = -1      # the window size_goal() was last computed for
+        self._goal = mss
         self._stalled = False       # the sender waits on something other than the writer, who writes on
         self._writer_next = 0.0     # when a bulk writer's next write() is due
         # the retransmit queue and scoreboard: skbs and segment counters (rtx_queue.py)
@@ -272,9 +274,13 @@ class TcpSender:
         self.push()
 
     def size_goal(self) -> int:
-        """``tcp_xmit_size_goal``: what a write fills an skb to (write_queue.py)."""
-        return xmit_size_goal(self.mss, self.gso_max_size if self.gso else None, self.gso_max_segs,
-                              self.max_window if self.max_window > self.snd_wnd else self.snd_wnd)
+        """``tcp_xmit_size_goal``: what a write fills an skb to (write_queue.py); recomputed, as
+        ``tcp_send_mss`` caches it, only when the peer's largest window changes."""
+        w = self.max_window if self.max_window > self.snd_wnd else self.snd_wnd
+        if w != self._goal_window:
+            self._goal_window = w
+            self._goal = xmit_size_goal(self.mss, self.gso_max_size if self.gso else None, self.gso_max_segs, w)
+        return self._goal
 
     def _app_write(self, now: float) -> bool:
         """The bulk writer's next ``write()`` of ``write_size`` bytes into the write queue
@@ -389,7 +395,7 @@ class TcpSender:
                 self.cwnd_limited = False
                 self._stall(now)
                 break
-            if len(wq.ends) > 1:
+            if n < self._goal and len(wq.ends) > 1:
                 # tcp_grow_skb: a head shorter than min(cwnd quota, tcp_tso_segs) takes bytes of the next skb
                 quota = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
                 full = self.tso_segs()
