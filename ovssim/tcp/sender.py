@@ -395,7 +395,7 @@ class TcpSender:
                 self.cwnd_limited = False
                 self._stall(now)
                 break
-            if n < self._goal and len(wq.ends) > 1:
+            if len(wq.ends) > 1 and (self.gso or n < mss):      # without GSO a full segment cannot grow
                 # tcp_grow_skb: a head shorter than min(cwnd quota, tcp_tso_segs) takes bytes of the next skb
                 quota = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
                 full = self.tso_segs()
