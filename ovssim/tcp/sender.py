@@ -391,18 +391,19 @@ class TcpSender:
                     break
                 end = wq.ends[0]
             n = end - seq
-            if self.tsq and self._tsq_full(now):
-                self.cwnd_limited = False
-                self._stall(now)
-                break
             if len(wq.ends) > 1 and (self.gso or n < mss):      # without GSO a full segment cannot grow
-                # tcp_grow_skb: a head shorter than min(cwnd quota, tcp_tso_segs) takes bytes of the next skb
+                # tcp_grow_skb, before tcp_small_queue_check sizes the skb: a head shorter than
+                # min(cwnd quota, tcp_tso_segs) takes bytes of the next unsent skb
                 quota = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
                 full = self.tso_segs()
                 missing = (quota if quota < full else full) * mss - n
                 if missing > 0:
                     end = wq.grow_head(seq, missing)
                     n = end - seq
+            if self.tsq and self._tsq_full(now):
+                self.cwnd_limited = False
+                self._stall(now)
+                break
             is_tail = end == wq.write_seq
             if n > mss:
                 size = self._send_size(n, seq, is_tail)
