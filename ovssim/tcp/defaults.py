@@ -109,3 +109,6 @@ TSO_WIN_DIVISOR = 3
 TSO_DEFER_RECENT = 0.001
 # CONFIG_HZ = 250 (/proc/config.gz on this machine)
 HZ = 250
+# A bulk writer's write() when the caller names none (sock.bulk(until)): iperf3's default
+# -l for TCP, 128 KiB (src/iperf.h DEFAULT_TCP_BLKSIZE); the write queue builds skbs from it.
+BULK_WRITE_SIZE = 128 * 1024

@@ -12,6 +12,12 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   acknowledged never exceed ``sndbuf``; a bulk writer keeps the buffer full,
   and each segment's share of the ``send()`` calls (``write_size`` bytes
   each) costs ``call_cost`` on the endpoint's CPU.
+* skbs are built at write time (write_queue.py: ``tcp_sendmsg_locked``'s size_goal and
+  tail append, ``tcp_push`` with autocorking): a bulk writer's writes enter the write
+  queue one at a time when the sender could send, and pile up in the unsent tail while
+  it waits (one write per write's CPU time, :meth:`_writer_catch_up`).  Nagle holds a
+  tail's last part-segment (``tcp_mss_split_point``); ``tcp_grow_skb`` refills a head
+  shorter than the window allows from the next unsent skb.
 * Loss detection and recovery as Linux does it: with SACK (RFC 2018) a
   scoreboard marks a segment lost once ``reordering`` segments above it are
   SACKed (RFC 6675 ``IsLost``; ``reordering`` starts at 3 and grows to the
@@ -38,12 +44,12 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   a new segment waits until the flow's core is free; a CPU-bound sender keeps
   its excess in the socket, not in a per-CPU backlog.
 
-* GSO skbs (tcp_output.c ``tcp_write_xmit``): new data leaves in skbs of up to
-  ``tcp_tso_segs`` segments -- ``tcp_tso_autosize``: the pacing rate's bytes
+* GSO skbs (tcp_output.c ``tcp_write_xmit``): new data leaves as the write queue's skbs, cut to
+  at most ``tcp_tso_segs`` segments -- ``tcp_tso_autosize``: the pacing rate's bytes
   per ``2^-sk_pacing_shift`` s (~1 ms), plus ``gso_max_size >> (min_rtt_us >>
   tcp_tso_rtt_log)`` (a full 64 KB skb below 512 us of RTT), at most
   ``gso_max_size`` less ``MAX_TCP_HEADER + 1``, at least ``tcp_min_tso_segs`` --
-  cut to the congestion window's quota and the peer's window as
+  and to the congestion window's quota and the peer's window as
   ``tcp_mss_split_point`` does.  The pacing rate is ``tcp_update_pacing_rate``'s
   (200 % of cwnd/srtt in slow start, 120 % after), updated on every ACK unless the
   congestion control sets it itself (BBR).
@@ -63,7 +69,8 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   (``Packet.tstamp``) and hands them over up to ~1 ms ahead.  The first 10 segments leave
   unpaced.  Send-buffer growth (``sndbuf_auto``, see buffers.py).
 
-Not modelled: the three-way handshake and FIN, RACK-TLP
+Not modelled: MSG_MORE / TCP_CORK, ACKs held in the socket backlog while the writer owns the
+socket (lock_sock, sk_flush_backlog), tcp_mtu_probe's merging, the three-way handshake and FIN, RACK-TLP
 (Linux's default loss detection since 4.18: time-based, with a reordering
 window of min_rtt/4), F-RTO and undo after a timeout, D-SACK, the persist
 timer, slow start after idle.
@@ -73,13 +80,14 @@ from __future__ import annotations
 from ..path.cpu import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
-from .defaults import (DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, MAX_TCP_HEADER,
+from .defaults import (BULK_WRITE_SIZE, DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, MAX_TCP_HEADER,
                        MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
                        TCP_LIMIT_OUTPUT_BYTES, TSO_DEFER_RECENT, TSO_WIN_DIVISOR)
 from .buffers import tcp_skb_truesize
 from .rtt import RttEstimator
 from .rtx_queue import EVER_RETRANS, SACKED, RtxQueue
 from .tso import tso_autosize
+from .write_queue import WriteQueue, xmit_size_goal
 
 # congestion states (tcp_ca_state)
 OPEN = "open"
@@ -143,6 +151,14 @@ class TcpSender:
         self.snd_sml = 0            # end of the last small segment sent (Minshall)
         self.bulk_until: float | None = None
         self.write_size = mss       # bytes per send() call (netperf -m, iperf -l)
+        # the unsent skbs, built as the application writes (write_queue.py); a bulk writer's bytes
+        # up to ``write_end`` enter it write by write (:meth:`_app_write`)
+        self.wq = WriteQueue()
+        self.max_window = 0         # tp->max_window: the largest window the peer offered
+        self._goal_window = -1      # the window size_goal() was last computed for
+        self._goal = mss
+        self._stalled = False       # the sender waits on something other than the writer, who writes on
+        self._writer_next = 0.0     # when a bulk writer's next write() is due
         # the retransmit queue and scoreboard: skbs and segment counters (rtx_queue.py)
         self.q = RtxQueue(mss, self._reordered)
         self.reordering = DUPTHRESH   # tp->reordering: grows when reordering is detected
@@ -183,6 +199,7 @@ class TcpSender:
         self.on_acked = None        # callback(acked_bytes, now) for the application
         # GSO (sk_setup_caps: sk_gso_max_size = the device's gso_max_size - (MAX_TCP_HEADER + 1))
         self.gso = gso
+        self.gso_max_size = gso_max_size
         self.gso_max_bytes = gso_max_size - (MAX_TCP_HEADER + 1)
         self.gso_max_segs = gso_max_segs
         self.skbs_out = 0           # skbs of new data sent (a GSO skb counts once)
@@ -245,17 +262,68 @@ class TcpSender:
 
     # -- the application -----------------------------------------------------------------
     def write(self, nbytes: int) -> None:
-        """The application writes ``nbytes`` (it is never blocked: see ``sndbuf`` for bulk)."""
+        """The application writes ``nbytes`` (it is never blocked: see ``sndbuf`` for bulk): the bytes
+        go into the write queue's skbs, then ``tcp_push`` sends them unless autocorking holds the tail."""
         if nbytes > 0:
             self.write_end += int(nbytes)
+            wq = self.wq
+            wq.append(self.write_end - wq.write_seq, self.size_goal(), self.snd_nxt)
+            if wq.should_autocork(self.snd_nxt, self.size_goal(), len(self.q), self.wmem_queued + 1):
+                self._tsq_waiting = True         # TSQ_THROTTLED: TX completion pushes the tail
+                return
             self.push()
 
     def bulk(self, until: float, write_size: int | None = None) -> None:
         """Keep the send buffer full (a netperf/iperf sender) until time ``until``."""
         self.bulk_until = until
-        if write_size:
-            self.write_size = int(write_size)
+        self.write_size = int(write_size) if write_size else BULK_WRITE_SIZE
         self.push()
+
+    def size_goal(self) -> int:
+        """``tcp_xmit_size_goal``: what a write fills an skb to (write_queue.py); recomputed, as
+        ``tcp_send_mss`` caches it, only when the peer's largest window changes."""
+        w = self.max_window if self.max_window > self.snd_wnd else self.snd_wnd
+        if w != self._goal_window:
+            self._goal_window = w
+            self._goal = xmit_size_goal(self.mss, self.gso_max_size if self.gso else None, self.gso_max_segs, w)
+        return self._goal
+
+    def _app_write(self, now: float) -> bool:
+        """The bulk writer's next ``write()`` of ``write_size`` bytes into the write queue
+        (``tcp_sendmsg_locked``); False when it has nothing left to write."""
+        pending = self.write_end - self.wq.write_seq
+        if pending <= 0:
+            return False
+        self.wq.append(pending if pending < self.write_size else self.write_size, self.size_goal(), self.snd_nxt)
+        wt = self.call_cost + self.byte_cost * self.write_size
+        if self._writer_next < now + wt:
+            self._writer_next = now + wt
+        return True
+
+    def _writer_catch_up(self, now: float) -> None:
+        """The writes a bulk writer made while the sender waited (on the window, TSQ, pacing, a
+        deferral, Nagle or autocorking): one per ``write()``'s CPU time (``call_cost`` + ``byte_cost`` x
+        ``write_size``), all of the buffer at once without costs.  They coalesce into the unsent tail
+        and new skbs of ``size_goal``, as ``tcp_sendmsg_locked`` copies into an unsent tail.  (The model
+        charges the writes' CPU when their bytes are sent; this clock only places skb boundaries.)"""
+        pending = self.write_end - self.wq.write_seq
+        if pending <= 0:
+            return
+        wt = self.call_cost + self.byte_cost * self.write_size
+        if wt > 0.0:
+            t = self._writer_next
+            if t > now:
+                return
+            k = int((now - t) / wt) + 1
+            if k * self.write_size < pending:
+                pending = k * self.write_size
+            self._writer_next = t + k * wt
+        self.wq.append(pending, self.size_goal(), self.snd_nxt)
+
+    def _stall(self, now: float) -> None:
+        """The sender stops with the writer free to write on (see :meth:`_writer_catch_up`)."""
+        self._writer_catch_up(now)
+        self._stalled = True
 
     # -- sending ---------------------------------------------------------------------------
     def push(self) -> None:
@@ -276,13 +344,18 @@ class TcpSender:
                 if full > self.write_end and 3 * (self.write_end - self.snd_una) <= 2 * self.sndbuf:
                     self.write_end = full
         q = self.q
+        wq = self.wq
         mss = self.mss
+        if self._stalled:
+            self._stalled = False
+            self._writer_catch_up(now)
         # Every field is re-read on each pass: sending can run the peer synchronously on
         # a path without delay, and its ACK re-enters on_ack/push before this loop resumes.
         rtc = self._rtc
         while True:
             if q.packets_out - q.sacked_out - q.lost_out + q.retrans_out >= self.cwnd:
                 self.cwnd_limited = True
+                self._stall(now)
                 break
             if rtc is not None:
                 free = rtc[0][rtc[1]]
@@ -308,6 +381,7 @@ class TcpSender:
                     wake -= lead if lead > 1 / 1024 else 1 / 1024
                 if wake > now:
                     self.cwnd_limited = False
+                    self._stall(now)
                     if wake < self._pace_at:
                         self._pace_at = wake
                         call_at(self.env, wake, self._pace_resume)
@@ -315,43 +389,70 @@ class TcpSender:
             if q.lost_out > q.retrans_out and self._retransmit_next(now):
                 continue
             seq = self.snd_nxt
-            n = self.write_end - seq
-            if n <= 0:
-                self.cwnd_limited = False
-                break
+            end = wq.ends[0] if wq.ends else seq          # the head skb of the write queue
+            if end == seq:
+                # nothing unsent: the bulk writer's next write, then tcp_push (autocorking)
+                if not self._app_write(now):
+                    self.cwnd_limited = False
+                    break
+                if wq.should_autocork(seq, self.size_goal(), len(q), self.wmem_queued + 1):
+                    self._tsq_waiting = True       # TSQ_THROTTLED: tcp_wfree -> tcp_tsq_handler pushes it
+                    self.cwnd_limited = False
+                    self._stall(now)
+                    break
+                end = wq.ends[0]
+            n = end - seq
+            if len(wq.ends) > 1 and (self.gso or n < mss):      # without GSO a full segment cannot grow
+                # tcp_grow_skb, before tcp_small_queue_check sizes the skb: a head shorter than
+                # min(cwnd quota, tcp_tso_segs) takes bytes of the next unsent skb
+                quota = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
+                full = self.tso_segs()
+                missing = (quota if quota < full else full) * mss - n
+                if missing > 0:
+                    end = wq.grow_head(seq, missing)
+                    n = end - seq
             if self.tsq and self._tsq_full(now):
                 self.cwnd_limited = False
+                self._stall(now)
                 break
-            if n >= mss:
-                segs = self._gso_segs(n, seq)
-                if segs < 0:                   # tcp_tso_should_defer: wait for the next ACK
-                    self.cwnd_limited = segs == -2
+            is_tail = end == wq.write_seq
+            if n > mss:
+                size = self._send_size(n, seq, is_tail)
+                if size < 0:                   # tcp_tso_should_defer: wait for the next ACK
+                    self.cwnd_limited = size == -2
                     self.tso_deferred += 1
+                    self._stall(now)
                     break
-                if segs > 1:
-                    end = seq + segs * mss
+                if size > mss:
+                    end = seq + size
+                    segs = (size + mss - 1) // mss
                     self.snd_nxt = end
+                    wq.sent(end)
                     q.queue(seq, end, now, segs)
-                    self._transmit(seq, segs * mss, now, True, segs)
+                    if size % mss:             # tcp_minshall_update: it ends in a small segment
+                        self.snd_sml = end
+                    self._transmit(seq, size, now, True, segs)
                     if self.state == RECOVERY:
                         self.prr_out += segs
                     continue
                 n = mss
-                end = seq + n
-                if end > self.snd_una + self.snd_wnd and q.packets_out:
-                    self.cwnd_limited = False
-                    break
-            else:
-                end = seq + n
-                if end > self.snd_una + self.snd_wnd and q.packets_out:
-                    self.cwnd_limited = False
-                    break
-                if not self.nodelay and q.packets_out and self.snd_sml > self.snd_una:
+            end = seq + n
+            if end > self.snd_una + self.snd_wnd and q.packets_out:
+                self.cwnd_limited = False
+                self._stall(now)
+                break
+            if n < mss:
+                if (is_tail and not self.nodelay and q.packets_out and self.snd_sml > self.snd_una):
+                    # Nagle (tcp_nagle_test on the tail skb): the writer's next write may fill it
+                    if self.write_end > wq.write_seq:
+                        self._app_write(now)
+                        continue
                     self.cwnd_limited = False
                     break
                 self.snd_sml = end
             # a new segment
             self.snd_nxt = end
+            wq.sent(end)
             q.queue(seq, end, now, 1)
             self._transmit(seq, n, now, True)
             if self.state == RECOVERY:
@@ -371,28 +472,38 @@ class TcpSender:
         segs = tso_autosize(self.pacing_rate or INF, self.rtt.min_rtt, self.mss, MIN_TSO_SEGS, self.gso_max_bytes)
         return segs if segs < self.gso_max_segs else self.gso_max_segs
 
-    def _gso_segs(self, avail: int, seq: int) -> int:
-        """Full segments the next skb carries: ``tcp_tso_segs`` cut to the congestion window's
-        quota and the peer's window (``tcp_mss_split_point``) and to the data written; or -1
-        (-2: cwnd-limited) when ``tcp_tso_should_defer`` holds the skb back for the next ACK."""
+    def _send_size(self, skb_len: int, seq: int, is_tail: bool) -> int:
+        """Bytes of the head skb (``skb_len`` long) ``tcp_write_xmit`` sends now -- all of it or a cut
+        (``tso_fragment``) at ``tcp_mss_split_point``'s limit: ``tcp_tso_segs`` and the congestion
+        window's quota in segments, the peer's window, and on the tail skb a last small segment that
+        Nagle holds (``tcp_nagle_check``) -- or -1 (-2: cwnd-limited) when ``tcp_tso_should_defer``
+        holds it back for the next ACK."""
         q = self.q
+        mss = self.mss
         in_flight = q.packets_out - q.sacked_out - q.lost_out + q.retrans_out
         quota = self.cwnd - in_flight
         full = self.tso_segs()
-        segs = full
-        if quota < segs:
-            segs = quota
-        mss = self.mss
-        fit = avail // mss
-        if fit < segs:
-            segs = fit
-        if q.packets_out:
-            wnd = (self.snd_una + self.snd_wnd - seq) // mss
-            if wnd < segs:
-                segs = wnd if wnd > 1 else 1
-            if 1 <= segs < full and self._tso_should_defer(quota, seq, full):
-                return -2 if quota * mss < self.snd_una + self.snd_wnd - seq else -1
-        return segs
+        max_len = (quota if quota < full else full) * mss
+        window = self.snd_una + self.snd_wnd - seq if q.packets_out else skb_len
+        if max_len <= window and not is_tail:
+            limit = max_len
+        else:
+            needed = skb_len if skb_len < window else window
+            if max_len <= needed:
+                limit = max_len
+            else:
+                partial = needed % mss
+                limit = needed
+                if partial and not self.nodelay and q.packets_out and self.snd_sml > self.snd_una:
+                    limit -= partial
+        size = skb_len if skb_len < limit else limit
+        if size < mss:
+            return size
+        segs = (size + mss - 1) // mss
+        if (q.packets_out and segs < full and (is_tail or size < skb_len)
+                and self._tso_should_defer(quota, seq, full)):
+            return -2 if quota * mss < self.snd_una + self.snd_wnd - seq else -1
+        return size
 
     def _tso_should_defer(self, quota: int, seq: int, full: int) -> bool:
         """``tcp_tso_should_defer`` (tcp_output.c, Linux 6.18): hold back a part-sized skb, expecting an
@@ -428,7 +539,7 @@ class TcpSender:
         rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
         # 2 x the truesize of the skb about to go (a full GSO skb when that much is written)
         nxt = self.tso_segs() * self.mss
-        avail = self.write_end - self.snd_nxt
+        avail = self.wq.head_end(self.snd_nxt) - self.snd_nxt
         limit = 2 * tcp_skb_truesize(nxt if nxt < avail else avail)
         paced = rate / (1 << PACING_SHIFT)
         if paced > limit:
@@ -540,7 +651,9 @@ class TcpSender:
         # by position (a keyword call costs more): flow, size, created, payload, seq; kind "data"
         if segs > 1:
             # a GSO skb: its size counts every segment's headers (qdisc_pkt_len)
-            pkt = Packet(sock.flow, self.frame_full * segs, now, n, seq)
+            last = n - (segs - 1) * self.mss
+            pkt = Packet(sock.flow, self.frame_full * (segs - 1) + (
+                self.frame_full if last == self.mss else tcp_frame_size(last, self.timestamps)), now, n, seq)
             pkt.gso_size = self.mss
             pkt.gso_segs = segs
             self.skbs_out += 1
@@ -617,6 +730,8 @@ class TcpSender:
         rwnd = pkt.rwnd
         wnd_changed = rwnd != self.snd_wnd
         self.snd_wnd = rwnd
+        if rwnd > self.max_window:
+            self.max_window = rwnd
         q = self.q
         prior_out = q.packets_out
         if ack < prior_una or (ack == prior_una and not prior_out):

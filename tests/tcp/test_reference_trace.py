@@ -15,6 +15,8 @@ Regenerated for Linux buffer autotuning (ovssim/tcp/buffers.py: the default buff
 tcp_wmem[1]/tcp_rmem[1] instead of starting at a fixed 2 MB / 3 MB; issue 18).
 Regenerated for tcp_grow_window's 2 x skb->len step and HyStart as Linux 6.x runs it (issue 18); the
 black hole now drops packets 40..67 (was 40..65) so that it still causes back-to-back timeouts (6).
+Regenerated for skbs built at write time (ovssim/tcp/write_queue.py, issue 15): 256-byte writes now
+fill the unsent tail skb up to one MSS while Nagle holds it (window_limited_cpu_costs_reorder).
 Regenerate (only when a change of behaviour is intended and argued):
 ``.venv/bin/python tests/tcp/test_reference_trace.py``.
 """
@@ -447,14 +449,14 @@ EXPECTED: dict = {'black_hole_timeouts': {'packets': 3168,
                                'trace': 'e63d046a9b7c8c7f87e8eb5a'},
  'window_limited_cpu_costs_reorder': {'cpu': (4458, 4460),
                                       'metrics': {'retransmits': '14.0',
-                                                  'tcp_rtt_mean': '4.821159307339485',
+                                                  'tcp_rtt_mean': '4.820809362385356',
                                                   'tcp_rtt_p50': '4.383976250000199',
                                                   'tcp_rtt_p99': '7.660592500000063',
-                                                  'throughput': '25.791776'},
+                                                  'throughput': '25.787008'},
                                       'packets': 6902,
-                                      'r0': (6454568, 4460, 6454568, 2428, 1, 340, 2),
+                                      'r0': (6453376, 4460, 6453376, 2428, 1, 340, 2),
                                       'r1': (0, 0, 0, 0, 0, 0, 0),
-                                      's0': (6454568,
+                                      's0': (6453376,
                                              4472,
                                              4472,
                                              14,
@@ -467,10 +469,10 @@ EXPECTED: dict = {'black_hole_timeouts': {'packets': 3168,
                                              8,
                                              8,
                                              11,
-                                             '65cd7b53863f70c5',
-                                             'fedb53b6dd62860f',
-                                             '0.009316793762813528',
-                                             '0.20931679376281354'),
+                                             '4ee29ae466970cf2',
+                                             'cd7642979a2ea0d5',
+                                             '0.009316793762813457',
+                                             '0.20931679376281348'),
                                       's1': (0,
                                              2428,
                                              0,
@@ -488,7 +490,7 @@ EXPECTED: dict = {'black_hole_timeouts': {'packets': 3168,
                                              '1391876e63685b7d',
                                              '0.0',
                                              '1.0'),
-                                      'trace': 'ff0aac80aa12edc25c487afe'}}
+                                      'trace': 'de2c85c8b0a5413884cf2cd3'}}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
