@@ -26,18 +26,20 @@ confidence intervals: their rows carry the rounding band of the printed value in
 than any real measurement noise, so "inside band" is almost always "no" for them.
 
 **What the model lacks (found here, not fitted away):**
-a per-qdisc processing cost (the thesis's RTT differences between schedulers: the model gives all six the same
-RTT); a per-send() application cost (the thesis's TCP_STREAM below line rate with 256-byte sends);
-the shape of OVS's userspace-datapath latency (its busy-path latency that is not CPU work is modelled as
-`ovs.latency`, its wake-up after idling as `ovs.idle_wake` on an idle core and `ovs.idle_stall_prob` on a busy
-one, by the data's busy share, all fitted; the body of the ping RTT distribution and its batching jitter are not);
-latencies that follow the machine's state other than by its speed (a quiet guest's TCP_RR is slower than a busy
-one's: section "Across states"); a loaded host's sharing of its cores (issue 15: on this
-machine the same CPU-bound configuration moves by 40-90 % between evenings; a speed index scales every CPU cost
-linearly, which a writer's or an RR's wait for a shared core is not); skbs that follow the application's writes
-(on a veth a 16 KiB write makes an skb of its own: 25 KB per skb measured against 55 KB with 128 KiB writes);
-the shapers' timer latency (a datagram HTB holds leaves ~30 us after its tokens allow, measured here); heavy RTT
-tails that fit a calibratable family (seed 002's mixtures)."""
+fitted per-qdisc processing costs (`qdisc.<kind>.cpu_per_packet` exists, 0 in every profile: the thesis's RTT
+differences between schedulers are not reproduced); the shape of OVS's userspace-datapath latency (its busy-path
+latency that is not CPU work is `ovs.latency`, its wake-up after idling `ovs.idle_wake` on an idle core and
+`ovs.idle_stall_prob` on a busy one, by the data's busy share, all fitted; the body of the ping RTT distribution
+and its batching jitter are not); latencies that follow the machine's state other than by its speed (a quiet
+guest's TCP_RR is slower than a busy one's: section "Across states"); a loaded host's sharing of its cores in the
+fitted profiles (the thread scheduler of `ovssim.cpu` exists, but the profiles are fitted without it, and a speed
+index scales every CPU cost linearly, which a writer's or an RR's wait for a shared core is not: on this machine
+the same CPU-bound configuration moves by 40-90 % between evenings); seed 003's collapse when threads outnumber
+cores (softirq work handed to ksoftirqd and starved as one fair thread among the senders); Linux's further
+coalescing of small writes into skbs (25 KB skbs from 16 KiB writes measured, 12 KB simulated); undo after a
+spurious timeout (F-RTO) and BBR's excursions (its maxima under a shaper); the shapers' timer latency (a datagram
+HTB holds leaves ~30 us after its tokens allow, measured here; UML's watchdog fires later still,
+`qdisc.watchdog_latency`, not fitted); heavy RTT tails that fit a calibratable family (seed 002's mixtures)."""
 
 def run_testbeds(settings: Settings, only: list[str] | None = None, progress=print) -> list[TestbedResult]:
     from . import afxdp, batching, chains, interim, load, local, states, tcp_window, thesis, uml, xenserver
