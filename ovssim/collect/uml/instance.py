@@ -7,8 +7,9 @@ inside it unchanged.  Its init script (written by :func:`init_script`):
 * mounts private tmpfs over everything a run writes to -- ``/run`` (``ip netns``,
   OVS sockets, ovssim's state), ``/tmp``, ``/var/tmp``, ``/dev/shm``,
   ``/var/lib/openvswitch``, ``/var/log/openvswitch``, ``/etc/openvswitch`` -- so
-  nothing of it reaches the host; only the instance's work folder and the paths
-  named in ``keep`` (the campaign's output folder) are shared, bind-mounted back;
+  nothing of it reaches the host; only the instance's work folder, the paths
+  named in ``keep`` (the campaign's output folder) and, where they lie under a
+  masked directory, this checkout and its ``.venv`` are shared, bind-mounted back;
 * writes a canary file into each private mount: the host checks afterwards that
   none of them leaked (:meth:`UmlInstance.leaks`);
 * points ``/proc/sys/kernel/modprobe`` at a wrapper running ``modprobe -d`` on a
@@ -36,6 +37,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -126,6 +128,14 @@ def init_script(kernel: UmlKernel, workdir: Path, command: list[str] | None, *, 
     return "\n".join(lines) + "\n"
 
 
+def _software_under_private_dirs() -> list[str]:
+    """This checkout and the running Python's prefix, where they lie under one of :data:`PRIVATE_DIRS`."""
+    import ovssim
+    paths = {Path(ovssim.__file__).resolve().parents[1], Path(sys.prefix).resolve()}
+    return [str(p) for p in paths
+            if any(p == Path(d) or Path(d) in p.parents for d in PRIVATE_DIRS)]
+
+
 class UmlInstance:
     """A booted UML kernel running one command (and optionally a command agent)."""
 
@@ -135,7 +145,11 @@ class UmlInstance:
         self.name = name or f"uml-{uuid.uuid4().hex[:6]}"
         check_name(self.name, "namespace")
         self.mem = mem
-        self.keep = [str(Path(p).resolve()) for p in keep]
+        # the software the instance runs (this checkout, its .venv) stays visible where it lies under a
+        # directory the instance masks (a checkout in /tmp); broader paths are bound first so a kept
+        # folder inside another one is not hidden by it
+        kept = {str(Path(p).resolve()) for p in keep} | set(_software_under_private_dirs())
+        self.keep = sorted(kept, key=len)
         self.detached = detached
         self.purpose = purpose
         self.workdir: Path | None = None
