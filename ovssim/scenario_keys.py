@@ -45,7 +45,9 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
                             "pool, as the calibrated profiles were fitted); background load or vCPUs on the host "
                             "turn it on.",
         "background_threads": "CPU-bound background threads on the host's cores (`stress -c N`), 0..4096 "
-                              "(default 0); they delay threads and ksoftirqd by the scheduler's slice.",
+                              "(default 0); they delay threads and ksoftirqd by the scheduler's slice, and their share of "
+                              "the cores replaces the profile's `[state] cpu_busy` for the netdev datapath's "
+                              "wake-up after idling (its tick stall is then the scheduler's wait).",
         "background_period": 'Bursty background load: each background thread is busy `background_on` in every '
                              '`background_period`, e.g. `"200ms"` (default: always busy).',
         "background_on": 'CPU-bound time per `background_period`, e.g. `"4ms"` (a dom0 / housekeeping burst).',

@@ -104,12 +104,20 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     # one ovs-vswitchd datapath thread per host: its idle-stall state is shared by the host's OVS bridges
     ovs_threads: dict = {}
 
+    hosts_by_name = {h["name"]: h for h in d.get("host", [])}
+
     def _ovs_thread(host: str):
         if host not in ovs_threads:
-            ovs_threads[host] = idle_stall_state(profile.prob("ovs.idle_stall_prob"), profile.time("ovs.idle_stall"),
+            prob, busy = profile.prob("ovs.idle_stall_prob"), profile.busy_share()
+            load = _background_share(hosts_by_name[host])
+            if load is not None:
+                # the scenario states the host's background load: the share of its cores busy with other
+                # work is the load's, and the wait for a busy core is the scheduler's (ovssim.cpu), not
+                # the fitted tick stall that stood in for it
+                prob, busy = 0.0, load
+            ovs_threads[host] = idle_stall_state(prob, profile.time("ovs.idle_stall"),
                                                  profile.time("ovs.idle_after"), rng(f"{host}.ovs.idle_stall"), host,
-                                                 idle_wake=profile.time("ovs.idle_wake"),
-                                                 busy_share=profile.busy_share())
+                                                 idle_wake=profile.time("ovs.idle_wake"), busy_share=busy)
         return ovs_threads[host]
 
     vswitchd: dict = {}
@@ -305,6 +313,17 @@ class _Blackhole:
 
     def put(self, pkt) -> None:
         self.count += 1
+
+
+def _background_share(host: dict) -> float | None:
+    """The share of ``host``'s cores its scenario background load keeps busy (``background_threads``,
+    each busy ``background_on`` in every ``background_period``), or None when it states none."""
+    n = host.get("background_threads") or 0
+    if not n:
+        return None
+    period, on = host.get("background_period"), host.get("background_on")
+    duty = 1.0 if period is None else min(1.0, on / period)
+    return min(1.0, n * duty / host["cores"])
 
 
 def _qdisc_cost(port: EgressPort, cpu, profile) -> None:
