@@ -6,8 +6,6 @@ holds packets arms the watchdog (``qdisc_watchdog_schedule_ns``).
 """
 from __future__ import annotations
 
-
-
 from ..sched import FIRE, Call, schedule
 from .afpacket import truesize
 
@@ -43,34 +41,7 @@ class LookaheadTx:
             if not q.stats.qlen:          # else packets wait and a wake-up will dequeue
                 q.dequeue(owed)           # empty: returns nothing, may retire state
         q.enqueue(pkt, now)
-        # _kick_la(now), inlined (``_idle_dequeue_at`` is already None)
-        pkt = q.dequeue(now)
-        if pkt is None:
-            if q.stats.qlen:              # a shaper holds packets: its watchdog
-                self._arm_watchdog(q, now)
-            return
-        spb = self._sec_per_byte
-        if spb and pkt.gso_segs == 1:     # a wire: its common case, the packet goes on at once
-            size = pkt.size
-            done = now + (size + self.framing) * spb
-            if done > now:
-                if sock is not None:
-                    sock.release(truesize(size))
-                stamps = pkt.stamps
-                if stamps is not None:
-                    stamps[self.name + ".deq"] = now
-                self.tx_packets += 1
-                self.tx_bytes += size
-                self.busy_time += done - now
-                self._busy_until = done
-                pkt.t = done + self.prop_delay
-                self.out.put(pkt)
-                if q.stats.qlen:
-                    self._schedule_wake(done)
-                else:
-                    self._idle_dequeue_at = done
-                return
-        self._xmit_la(q, pkt, now)
+        self._kick_la(now)
 
     def _schedule_wake(self, t: float) -> None:
         """The device's wake-up at the end of a transmission (``_on_wake`` at ``t``).  The
@@ -96,7 +67,7 @@ class LookaheadTx:
                 self._arm_watchdog(q, now)
             return
         spb = self._sec_per_byte
-        if spb and pkt.gso_segs == 1:     # a wire: its common case, as in _arrive_la
+        if spb and pkt.gso_segs == 1:     # a wire: its common case, the packet goes on at once
             size = pkt.size
             done = now + (size + self.framing) * spb
             if done > now:
