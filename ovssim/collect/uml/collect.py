@@ -39,6 +39,23 @@ def uml_package_version() -> str:
         return ""
 
 
+def run_probe(out: Path, script: str, *, name: str, purpose: str, timeout: float, log=print):
+    """Boot an instance that shares ``out``, run ``script`` (POSIX sh, as ``IO/<name>.sh``) in it from
+    this checkout, and stop it.  Returns (the result, the host paths it leaked, the testbed kernel's
+    metadata)."""
+    inst = UmlInstance(keep=[str(out)], purpose=purpose)
+    inst.start(["sh", f"{IO}/{name}.sh"], files={f"{name}.sh": script}, cwd=str(PROJECT_ROOT))
+    log(f"UML instance {inst.name} booted; {purpose}")
+    try:
+        res = inst.wait(timeout=timeout)
+        leaks = inst.leaks()
+    finally:
+        inst.stop(grace=0)
+    kernel = {"kind": "user-mode-linux", "version": inst.kernel.version,
+              "package": f"user-mode-linux {uml_package_version()}", "cpus": 1}
+    return res, leaks, kernel
+
+
 def run_campaign_uml(path, out=None, *, resume=False, overrides=None, log=print,
                      mem: str = "1024M") -> dict:
     """Run a campaign inside a fresh UML instance; returns the counts the collector printed."""

@@ -26,9 +26,9 @@ import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ...atomic import write_atomic
 from ..shell import CommandError
-from .collect import PROJECT_ROOT, uml_package_version
-from .instance import IO, UmlInstance
+from .collect import run_probe
 
 REPS = 30
 RULES = 2000
@@ -125,26 +125,19 @@ def parse(text: str) -> dict:
 def run(out: Path, log=print) -> dict:
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    inst = UmlInstance(keep=[str(out)], purpose="datapath")
-    inst.start(["sh", f"{IO}/datapath.sh"], files={"datapath.sh": SCRIPT}, cwd=str(PROJECT_ROOT))
-    log(f"UML instance {inst.name} booted; measuring the kernel datapath's slow path")
-    try:
-        res = inst.wait(timeout=900)
-        leaks = inst.leaks()
-    finally:
-        inst.stop(grace=0)
-    (out / "raw.txt").write_text(res.stdout + ("\n== stderr\n" + res.stderr if res.stderr else ""))
+    res, leaks, kernel = run_probe(out, SCRIPT, name="datapath", timeout=900, log=log,
+                                   purpose="measuring the kernel datapath's slow path")
+    write_atomic(out / "raw.txt", res.stdout + ("\n== stderr\n" + res.stderr if res.stderr else ""))
     if res.returncode != 0 and "first normal" not in res.stdout:
         raise CommandError(["uml", "datapath.sh"], res.returncode, res.stderr)
     results = parse(res.stdout)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    write_atomic(out / "results.json", json.dumps(results, indent=1))
     meta = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "script": "ovssim/collect/uml/datapath.py SCRIPT", "reps": REPS, "extra_rules": RULES,
-            "testbed_kernel": {"kind": "user-mode-linux", "version": inst.kernel.version,
-                               "package": f"user-mode-linux {uml_package_version()}", "cpus": 1},
+            "testbed_kernel": kernel,
             "ovs_version": results.get("ovs_version"), "datapath": "system (openvswitch kernel module)",
             "host_kernel": platform.release(), "host_paths_leaked": leaks}
-    (out / "metadata.json").write_text(json.dumps(meta, indent=1))
+    write_atomic(out / "metadata.json", json.dumps(meta, indent=1))
     return results
 
 
@@ -153,7 +146,7 @@ if __name__ == "__main__":      # python -m ovssim.collect.uml.datapath OUT [--r
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "data/uml/datapath")
     if "--reparse" in sys.argv:    # parse an earlier raw.txt again
         raw = (target / "raw.txt").read_text().split("\n== stderr\n")[0]
-        (target / "results.json").write_text(json.dumps(parse(raw), indent=1))
+        write_atomic(target / "results.json", json.dumps(parse(raw), indent=1))
     else:
         run(target)
     print((target / "results.json").read_text()[:3000])

@@ -21,9 +21,9 @@ import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ...atomic import write_atomic
 from ..shell import CommandError
-from .collect import PROJECT_ROOT, uml_package_version
-from .instance import IO, UmlInstance
+from .collect import run_probe
 
 SCRIPT = textwrap.dedent("""\
     set -e
@@ -137,26 +137,17 @@ def parse(text: str) -> dict:
 def run(out: Path, qdisc: str = "pfifo_fast", log=print) -> dict:
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    inst = UmlInstance(keep=[str(out)], purpose="window")
-    inst.start(["sh", f"{IO}/window.sh"], files={"window.sh": SCRIPT.replace("QDISC", QDISCS[qdisc])},
-               cwd=str(PROJECT_ROOT))
-    log(f"UML instance {inst.name} booted; sampling ss -tinm behind {qdisc}")
-    try:
-        res = inst.wait(timeout=300)
-        leaks = inst.leaks()
-    finally:
-        inst.stop(grace=0)
-    (out / f"raw-{qdisc}.txt").write_text(res.stdout + ("\n== stderr\n" + res.stderr if res.stderr else ""))
+    res, leaks, kernel = run_probe(out, SCRIPT.replace("QDISC", QDISCS[qdisc]), name="window", timeout=300,
+                                   log=log, purpose=f"sampling ss -tinm behind {qdisc}")
+    write_atomic(out / f"raw-{qdisc}.txt", res.stdout + ("\n== stderr\n" + res.stderr if res.stderr else ""))
     if "== sample" not in res.stdout:
         raise CommandError(["uml", "window.sh"], res.returncode, res.stderr)
     results = parse(res.stdout)
-    (out / f"results-{qdisc}.json").write_text(json.dumps(results, indent=1))
+    write_atomic(out / f"results-{qdisc}.json", json.dumps(results, indent=1))
     meta = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "script": "ovssim/collect/uml/window.py SCRIPT", "qdisc": qdisc,
-            "testbed_kernel": {"kind": "user-mode-linux", "version": inst.kernel.version,
-                               "package": f"user-mode-linux {uml_package_version()}", "cpus": 1},
-            "host_kernel": platform.release(), "host_paths_leaked": leaks}
-    (out / f"metadata-{qdisc}.json").write_text(json.dumps(meta, indent=1))
+            "testbed_kernel": kernel, "host_kernel": platform.release(), "host_paths_leaked": leaks}
+    write_atomic(out / f"metadata-{qdisc}.json", json.dumps(meta, indent=1))
     return results
 
 
@@ -166,7 +157,7 @@ if __name__ == "__main__":      # python -m ovssim.collect.uml.window OUT [pfifo
     q = next((a for a in sys.argv[2:] if a in QDISCS), "pfifo_fast")
     if "--reparse" in sys.argv:
         raw = (target / f"raw-{q}.txt").read_text().split("\n== stderr\n")[0]
-        (target / f"results-{q}.json").write_text(json.dumps(parse(raw), indent=1))
+        write_atomic(target / f"results-{q}.json", json.dumps(parse(raw), indent=1))
     else:
         run(target, q)
     print((target / f"results-{q}.json").read_text()[:1500])
