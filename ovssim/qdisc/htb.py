@@ -139,6 +139,9 @@ class Htb(Qdisc):
         for c in self._leaves_sorted:
             c.leaf = classful.Leaf(self, classful.make_child(c.spec_qdisc, self.dev))
         self._wake: float | None = None
+        # the kernel's near_ev_cache: until this time no active class can change mode (every one was
+        # throttled when it was computed, and no class was charged or activated since)
+        self._near_ev = -1.0
 
     # -- configuration ----------------------------------------------------------------
     def _add_class(self, c: dict) -> None:
@@ -257,13 +260,15 @@ class Htb(Qdisc):
                 self.drop(pkt, now, "direct_qlen")
                 return False
             self.direct.append(pkt)
+            self._near_ev = -1.0
             st.qlen += 1
             st.backlog += pkt.size
             pkt.enqueued_at = now
             return True
         ok = cl.leaf.enqueue(pkt, now)
-        if cl.leaf.qlen:
-            self.active[cl] = None
+        if cl.leaf.qlen and cl not in self.active:
+            self.active[cl] = None          # htb_activate: a new class in the rows, the cache is stale
+            self._near_ev = -1.0
         return ok
 
     # -- dequeue ---------------------------------------------------------------------------
@@ -292,6 +297,11 @@ class Htb(Qdisc):
             st.bytes += pkt.size
             self.direct_packets += 1
             return pkt
+        if now < self._near_ev:
+            # htb_dequeue before the next class event (q->now < near_ev_cache, an empty row mask):
+            # nothing can send, and the watchdog already waits for that event
+            st.overlimits += 1
+            return None
         active = self.active
         lender = self._lender_level
         while active:
@@ -335,6 +345,7 @@ class Htb(Qdisc):
                     continue
                 self._ptr[best] = cl.classid + 1
                 self._wake = now + 1e-6
+                self._near_ev = -1.0
                 return None
             if not leaf.qlen:
                 del active[cl]
@@ -346,6 +357,7 @@ class Htb(Qdisc):
             else:
                 self._ptr[best] = cl.classid
             cl.deficit[level] = d
+            self._near_ev = -1.0
             self._charge(cl, level, size, now)
             cl.bytes += size
             cl.packets += 1
@@ -353,7 +365,12 @@ class Htb(Qdisc):
         return None
 
     def _throttled(self, now: float):
-        self._wake = self._next_event(now)
+        w = self._next_event(now)
+        # no class changes mode before w: dequeues until then can skip the search
+        self._near_ev = w if w is not None else -1.0
+        if w is not None and w < now + 1e-9:      # the kernel's clock is in ns
+            w = now + 1e-9
+        self._wake = w
         self.stats.overlimits += 1
         return None
 
@@ -392,6 +409,7 @@ class Htb(Qdisc):
             c = c.parent
 
     def _next_event(self, now: float) -> float | None:
+        """The earliest time an active class (or an ancestor it borrows from) changes mode."""
         t = None
         for cl in self.active:
             c = cl
@@ -400,8 +418,6 @@ class Htb(Qdisc):
                 if m == CAN_SEND:
                     break
                 w = c.change_time(now)
-                if w < now + 1e-9:          # the kernel's clock is in ns
-                    w = now + 1e-9
                 if t is None or w < t:
                     t = w
                 if m == CANT_SEND:

@@ -634,8 +634,11 @@ class TcpSender:
             if free > now:
                 q = self.q
                 bulk = self.bulk_until
+                una, we, buf = self.snd_una, self.write_end, self.sndbuf
+                # the writer would not write now: its buffer is full, or (push's refill rule) above 2/3
                 if (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out < self.cwnd
-                        and (bulk is None or (now < bulk and self.snd_una + self.sndbuf <= self.write_end
+                        and (bulk is None or (now < bulk and (una + buf <= we or (
+                            not self._stalled and 3 * (we - una) > 2 * buf))
                                               and (self.sndbuf_auto is None or self.cwnd <= self._sndbuf_cwnd)))):
                     self.cwnd_limited = False
                     self._rtc_at = free
