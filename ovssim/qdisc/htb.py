@@ -46,6 +46,11 @@ from . import classful, classify, defaults
 CAN_SEND, MAY_BORROW, CANT_SEND = 0, 1, 2
 MODE_NAMES = ("CAN_SEND", "MAY_BORROW", "CANT_SEND")
 _MBUFFER = defaults.HTB_MAX_BUFFER
+# Float rounding allowance for a bucket's level (seconds), a tenth of the kernel's 1 ns clock: the kernel's
+# integer ns arithmetic changes a class's mode exactly at the event time it computed (htb_do_events at
+# pq_key); in floats the level recomputed at that time could be 1 ulp short, and the class sent only after
+# one more watchdog, 1 ns later (a third of the watchdogs in bench_batching).
+_TOL = 1e-10
 
 
 class HtbClass:
@@ -84,9 +89,9 @@ class HtbClass:
         diff = now - self.t_c
         if diff > _MBUFFER:
             diff = _MBUFFER
-        if self.ctokens + diff < 0:
+        if self.ctokens + diff < -_TOL:
             return CANT_SEND
-        if self.tokens + diff >= 0:
+        if self.tokens + diff >= -_TOL:
             return CAN_SEND
         return MAY_BORROW
 
@@ -94,7 +99,7 @@ class HtbClass:
         """When this class leaves its current (non CAN_SEND) mode."""
         diff = min(now - self.t_c, _MBUFFER)
         ct = self.ctokens + diff
-        if ct < 0:
+        if ct < -_TOL:
             return now - ct
         return now - (self.tokens + diff)
 
@@ -280,9 +285,9 @@ class Htb(Qdisc):
             diff = now - c.t_c
             if diff > _MBUFFER:
                 diff = _MBUFFER
-            if c.ctokens + diff < 0:
+            if c.ctokens + diff < -_TOL:
                 return -1                   # CANT_SEND
-            if c.tokens + diff >= 0:
+            if c.tokens + diff >= -_TOL:
                 return c.level              # CAN_SEND
             c = c.parent                    # MAY_BORROW: ask the parent
         return -1
