@@ -8,7 +8,8 @@ Two containers (``container-veth``) on one OVS bridge (kernel datapath), the rec
   software and every frame crosses the path on its own -- the per-segment path of before).
 
 Prints, for each: goodput, wall and CPU time, events scheduled and Python function calls per MB
-moved (counted in a second run under cProfile), and the ratios between the two.  Target: offloads on,
+moved (counted in a second run under cProfile), the events split by the function that scheduled them,
+and the ratios between the two.  Target: offloads on,
 <= 5 s wall.  Asserts nothing; on a shared machine repeat it and report the spread.
 Run: .venv/bin/python benchmarks/bench_batching.py [--seconds 10]
 """
@@ -56,8 +57,9 @@ def run_once(seconds: float, offloads: bool) -> tuple[float, float, float]:
     return wall, cpu, thr
 
 
-def counts(seconds: float, offloads: bool) -> tuple[int, int]:
-    """(events scheduled, Python function calls) of one run, counted under cProfile."""
+def counts(seconds: float, offloads: bool) -> tuple[int, int, dict]:
+    """(events scheduled, Python function calls, events by the function that scheduled them) of one
+    run, counted under cProfile."""
     from ovssim.profile import Profile
     from ovssim.runner import run_replication
     from ovssim.scenario import load_scenario
@@ -70,7 +72,13 @@ def counts(seconds: float, offloads: bool) -> tuple[int, int]:
     st = pstats.Stats(pr)
     calls = sum(v[1] for v in st.stats.values())
     events = sum(v[1] for k, v in st.stats.items() if k[2] in ("<built-in method _heapq.heappush>",))
-    return events, calls
+    by_origin: dict[str, int] = {}
+    for (path, _line, func), v in st.stats.items():       # ovssim.sched's two ways onto the heap
+        if path.endswith("sched.py") and func in ("call_at", "schedule"):
+            for (cpath, _cl, cfunc), cv in v[4].items():
+                name = f"{Path(cpath).stem}.{cfunc}"
+                by_origin[name] = by_origin.get(name, 0) + cv[0]
+    return events, calls, by_origin
 
 
 def main() -> None:
@@ -81,11 +89,13 @@ def main() -> None:
     for offloads in (True, False):
         wall, cpu, thr = run_once(a.seconds, offloads)
         mb = thr * a.seconds / 8                    # MB moved (goodput x time)
-        ev, calls = counts(a.seconds, offloads)
+        ev, calls, by_origin = counts(a.seconds, offloads)
         res[offloads] = (wall, cpu, thr, ev / mb, calls / mb)
         label = "offloads on (64 KB GSO skbs)" if offloads else "tx off (1448-byte segments)"
         print(f"{label}: {thr:.0f} Mbit/s over {a.seconds:g} simulated s; wall {wall:.2f} s (CPU {cpu:.2f} s); "
               f"{ev / mb:.1f} events and {calls / mb:.0f} Python calls per MB moved")
+        top = sorted(by_origin.items(), key=lambda kv: -kv[1])[:6]
+        print("    events per MB by what scheduled them: " + ", ".join(f"{k} {n / mb:.1f}" for k, n in top))
     on, off = res[True], res[False]
     print(f"ratios tx-off / offloads-on: wall per MB {off[0] / off[2] / (on[0] / on[2]):.1f}x, "
           f"events per MB {off[3] / on[3]:.1f}x, calls per MB {off[4] / on[4]:.1f}x")

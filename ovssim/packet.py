@@ -98,10 +98,42 @@ class Packet:
         self.tstamp = 0.0     # skb->tstamp: earliest departure (EDT) a paced TCP sets for fq; 0 = now
 
     def clone(self) -> "Packet":
-        """A shallow copy (``skb_clone``/``skb_copy`` of the headers): every field, shared values."""
-        c = Packet.__new__(Packet)
-        for name in _SLOTS:
-            setattr(c, name, getattr(self, name))
+        """A shallow copy (``skb_clone``/``skb_copy`` of the headers): every field, shared values.
+
+        Field by field, as written (a GSO skb's segmentation clones once per frame: a loop over
+        ``__slots__`` with getattr/setattr cost ~10 % of a 100 Mbit/s TCP run); a test checks that
+        every slot is copied."""
+        c = _new(Packet)
+        c.flow = self.flow
+        c.size = self.size
+        c.payload = self.payload
+        c.seq = self.seq
+        c.vlan = self.vlan
+        c.priority = self.priority
+        c.tos = self.tos
+        c.created = self.created
+        c.t = self.t
+        c.stamps = self.stamps
+        c.kind = self.kind
+        c.ack = self.ack
+        c.flags = self.flags
+        c.sack = self.sack
+        c.ts_val = self.ts_val
+        c.ts_ecr = self.ts_ecr
+        c.rwnd = self.rwnd
+        c.ecn = self.ecn
+        c.queue_id = self.queue_id
+        c.src_mac = self.src_mac
+        c.dst_mac = self.dst_mac
+        c.in_port = self.in_port
+        c.meta = self.meta
+        c.enqueued_at = self.enqueued_at
+        c.gso_size = self.gso_size
+        c.gso_segs = self.gso_segs
+        c.first_at = self.first_at
+        c.owner = self.owner
+        c.wmem = self.wmem
+        c.tstamp = self.tstamp
         return c
 
     def stamp(self, stage: str, t: float) -> None:
@@ -131,6 +163,7 @@ class Packet:
 
 
 _SLOTS = Packet.__slots__
+_new = object.__new__
 
 
 def udp_frame_size(datagram: int, vlan: bool = False) -> int:

@@ -46,6 +46,11 @@ from . import classful, classify, defaults
 CAN_SEND, MAY_BORROW, CANT_SEND = 0, 1, 2
 MODE_NAMES = ("CAN_SEND", "MAY_BORROW", "CANT_SEND")
 _MBUFFER = defaults.HTB_MAX_BUFFER
+# Float rounding allowance for a bucket's level (seconds), a tenth of the kernel's 1 ns clock: the kernel's
+# integer ns arithmetic changes a class's mode exactly at the event time it computed (htb_do_events at
+# pq_key); in floats the level recomputed at that time could be 1 ulp short, and the class sent only after
+# one more watchdog, 1 ns later (a third of the watchdogs in bench_batching).
+_TOL = 1e-10
 
 
 class HtbClass:
@@ -84,9 +89,9 @@ class HtbClass:
         diff = now - self.t_c
         if diff > _MBUFFER:
             diff = _MBUFFER
-        if self.ctokens + diff < 0:
+        if self.ctokens + diff < -_TOL:
             return CANT_SEND
-        if self.tokens + diff >= 0:
+        if self.tokens + diff >= -_TOL:
             return CAN_SEND
         return MAY_BORROW
 
@@ -94,7 +99,7 @@ class HtbClass:
         """When this class leaves its current (non CAN_SEND) mode."""
         diff = min(now - self.t_c, _MBUFFER)
         ct = self.ctokens + diff
-        if ct < 0:
+        if ct < -_TOL:
             return now - ct
         return now - (self.tokens + diff)
 
@@ -139,6 +144,9 @@ class Htb(Qdisc):
         for c in self._leaves_sorted:
             c.leaf = classful.Leaf(self, classful.make_child(c.spec_qdisc, self.dev))
         self._wake: float | None = None
+        # the kernel's near_ev_cache: until this time no active class can change mode (every one was
+        # throttled when it was computed, and no class was charged or activated since)
+        self._near_ev = -1.0
 
     # -- configuration ----------------------------------------------------------------
     def _add_class(self, c: dict) -> None:
@@ -257,13 +265,15 @@ class Htb(Qdisc):
                 self.drop(pkt, now, "direct_qlen")
                 return False
             self.direct.append(pkt)
+            self._near_ev = -1.0
             st.qlen += 1
             st.backlog += pkt.size
             pkt.enqueued_at = now
             return True
         ok = cl.leaf.enqueue(pkt, now)
-        if cl.leaf.qlen:
-            self.active[cl] = None
+        if cl.leaf.qlen and cl not in self.active:
+            self.active[cl] = None          # htb_activate: a new class in the rows, the cache is stale
+            self._near_ev = -1.0
         return ok
 
     # -- dequeue ---------------------------------------------------------------------------
@@ -275,9 +285,9 @@ class Htb(Qdisc):
             diff = now - c.t_c
             if diff > _MBUFFER:
                 diff = _MBUFFER
-            if c.ctokens + diff < 0:
+            if c.ctokens + diff < -_TOL:
                 return -1                   # CANT_SEND
-            if c.tokens + diff >= 0:
+            if c.tokens + diff >= -_TOL:
                 return c.level              # CAN_SEND
             c = c.parent                    # MAY_BORROW: ask the parent
         return -1
@@ -292,6 +302,11 @@ class Htb(Qdisc):
             st.bytes += pkt.size
             self.direct_packets += 1
             return pkt
+        if now < self._near_ev:
+            # htb_dequeue before the next class event (q->now < near_ev_cache, an empty row mask):
+            # nothing can send, and the watchdog already waits for that event
+            st.overlimits += 1
+            return None
         active = self.active
         lender = self._lender_level
         while active:
@@ -335,6 +350,7 @@ class Htb(Qdisc):
                     continue
                 self._ptr[best] = cl.classid + 1
                 self._wake = now + 1e-6
+                self._near_ev = -1.0
                 return None
             if not leaf.qlen:
                 del active[cl]
@@ -346,6 +362,7 @@ class Htb(Qdisc):
             else:
                 self._ptr[best] = cl.classid
             cl.deficit[level] = d
+            self._near_ev = -1.0
             self._charge(cl, level, size, now)
             cl.bytes += size
             cl.packets += 1
@@ -353,7 +370,12 @@ class Htb(Qdisc):
         return None
 
     def _throttled(self, now: float):
-        self._wake = self._next_event(now)
+        w = self._next_event(now)
+        # no class changes mode before w: dequeues until then can skip the search
+        self._near_ev = w if w is not None else -1.0
+        if w is not None and w < now + 1e-9:      # the kernel's clock is in ns
+            w = now + 1e-9
+        self._wake = w
         self.stats.overlimits += 1
         return None
 
@@ -392,6 +414,7 @@ class Htb(Qdisc):
             c = c.parent
 
     def _next_event(self, now: float) -> float | None:
+        """The earliest time an active class (or an ancestor it borrows from) changes mode."""
         t = None
         for cl in self.active:
             c = cl
@@ -400,8 +423,6 @@ class Htb(Qdisc):
                 if m == CAN_SEND:
                     break
                 w = c.change_time(now)
-                if w < now + 1e-9:          # the kernel's clock is in ns
-                    w = now + 1e-9
                 if t is None or w < t:
                     t = w
                 if m == CANT_SEND:

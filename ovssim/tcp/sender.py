@@ -621,6 +621,32 @@ class TcpSender:
         mine = (self._rtc_since if self._rtc_since < now else now, peers.index(self))
         return any(p is not self and p._rtc_at < INF and (p._rtc_since, i) < mine for i, p in enumerate(peers))
 
+    def _only_core_stops(self, now: float) -> bool:
+        """Whether the busy core is all that stops ``push`` now: the window has room and the bulk
+        writer would neither write (its buffer full, or above 2/3 of it: push's refill rule) nor grow
+        its buffer."""
+        q = self.q
+        if q.packets_out - q.sacked_out - q.lost_out + q.retrans_out >= self.cwnd:
+            return False
+        bulk = self.bulk_until
+        if bulk is None:
+            return True
+        una, we, buf = self.snd_una, self.write_end, self.sndbuf
+        return (now < bulk and (una + buf <= we or (not self._stalled and 3 * (we - una) > 2 * buf))
+                and (self.sndbuf_auto is None or self.cwnd <= self._sndbuf_cwnd))
+
+    def _push_after_ack(self, now: float) -> None:
+        """``push`` after an ACK, unless the sender waits for its core (a run-to-completion wake-up
+        pending, the core busy) and push would only find it busy again: it would change nothing."""
+        rtc = self._rtc
+        if (self._rtc_at < INF and rtc is not None and rtc[0][rtc[1]] > now and not self._stalled
+                and (self._rto_at < INF or not self.q.packets_out) and self._only_core_stops(now)):
+            self.cwnd_limited = False
+            if self._rtc_since == INF:
+                self._rtc_since = now
+            return
+        self.push()
+
     def _rtc_resume(self, _=None) -> None:
         """The flow's core is free again: send what was held back (a stale wake-up does nothing).
 
@@ -632,11 +658,7 @@ class TcpSender:
             rtc = self._rtc
             free = rtc[0][rtc[1]]
             if free > now:
-                q = self.q
-                bulk = self.bulk_until
-                if (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out < self.cwnd
-                        and (bulk is None or (now < bulk and self.snd_una + self.sndbuf <= self.write_end
-                                              and (self.sndbuf_auto is None or self.cwnd <= self._sndbuf_cwnd)))):
+                if self._only_core_stops(now):
                     self.cwnd_limited = False
                     self._rtc_at = free
                     call_at(self.env, free, self._rtc_resume)
@@ -816,14 +838,14 @@ class TcpSender:
                     self._cc_main(acked, delivered, now)
                 else:
                     self._update_pacing_rate()
-                self.push()
+                self._push_after_ack(now)
                 return
         self._congestion_control(acked, delivered, ack > prior_una, now)
         if self._cc_main is not None:
             self._cc_main(acked, delivered, now)
         else:
             self._update_pacing_rate()
-        self.push()
+        self._push_after_ack(now)
 
     def _congestion_control(self, acked: int, delivered: int, advanced: bool, now: float) -> None:
         """``tcp_fastretrans_alert`` + ``tcp_cong_control``."""
