@@ -174,6 +174,12 @@ class Bbr(CongestionControl):
         self.full_bw = 0.0
         self.round_start = True
 
+    def undo_cwnd(self) -> int:
+        """``bbr_undo_cwnd``: the full-pipe test starts over; cwnd stays as it is."""
+        self.full_bw = 0.0
+        self.full_bw_cnt = 0
+        return self.s.cwnd
+
     def on_send(self, seq: int, n: int, now: float, new: bool) -> None:
         if new:
             self.rate.on_send(self.s, seq + n, now)
