@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from .defaults import FRTO
 
+# congestion states (tcp_ca_state) this module moves between; the sender's too
 OPEN = "open"
 LOSS = "loss"
 

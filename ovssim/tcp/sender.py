@@ -87,15 +87,14 @@ from .defaults import (BULK_WRITE_SIZE, DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND,
                        TCP_LIMIT_OUTPUT_BYTES, TSO_DEFER_RECENT, TSO_WIN_DIVISOR)
 from .buffers import tcp_skb_truesize
 from . import loss
+from .loss import LOSS, OPEN
 from .rtt import RttEstimator
 from .rtx_queue import EVER_RETRANS, SACKED, RtxQueue
 from .tso import tso_autosize
 from .write_queue import WriteQueue, xmit_size_goal
 
-# congestion states (tcp_ca_state)
-OPEN = "open"
+# congestion states (tcp_ca_state): OPEN and LOSS from loss.py
 RECOVERY = "recovery"
-LOSS = "loss"
 
 INF = float("inf")
 RTT_KEEP = 1 << 17         # RTT samples kept raw before they fold into bounded statistics (metrics.DelayStats)
