@@ -285,8 +285,30 @@ def _notes(tb: TestbedResult, df, data: Path) -> None:
         "chain costs only its patch crossings -- measured AF_XDP CUBIC throughput "
         + ", ".join(f"{v:.0f}" for v in by_chain.to_numpy()) + " Mbit/s for "
         + ", ".join(str(int(c)) for c in by_chain.index) + " bridges.")
+    tb.notes.append(_load_note(df))
     if loaded:
         tb.notes.append(WHY_BUSY)
+
+
+def _load_note(df) -> str:
+    """How the RTTs moved with the load the collector recorded per run (``loadavg_1min``)."""
+    load = df[df["metric"] == "loadavg_1min"].set_index("run_id")["value"]
+    parts = []
+    for pt, wl, mm, f, what in (("afxdp", "ping", "rtt_mean", 1e6, "AF_XDP ping"),
+                                ("afxdp", "qperf_lat", "tcp_rr_rtt", 1e6, "AF_XDP qperf tcp_lat"),
+                                ("system", "ping", "rtt_mean", 1e6, "AF_PACKET ping")):
+        sel = df[(df["port_type"] == pt) & (df["workload"] == wl) & (df["metric"] == mm)]
+        if sel.empty:
+            continue
+        v = sel.set_index("run_id")["value"] * f
+        la = load.reindex(v.index)
+        parts.append(f"{what} {', '.join(f'{x:.0f}' for x in v[la < 1.5])} us at load < 1.5 vs "
+                     f"{np.median(v[la >= 1.5]):.0f} us median at {la[la >= 1.5].min():.1f}-{la.max():.1f}"
+                     if (la < 1.5).any() and (la >= 1.5).any() else f"{what} {np.median(v):.0f} us median")
+    return ("**RTTs and the load of each run** (the collector's `loadavg_1min`): " + "; ".join(parts) + ". The "
+            "model's PMD owns its core; where other threads compete for the two cores the kernel time-slices "
+            "the busy-polling PMD and an AF_XDP frame waits for its next turn, which AF_PACKET ports (woken "
+            "per packet) do not.")
 
 
 WHY_BUSY = (
