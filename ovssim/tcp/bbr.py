@@ -74,9 +74,10 @@ class RateSampler:
         self.app_limited = 0          # tp->app_limited: delivered count the mark lasts until
         self.snaps: deque = deque()   # (end_seq, delivered, delivered_time, first_tx, tx_time, app_limited)
 
-    def on_send(self, sender, end: int, now: float) -> None:
-        """``tcp_rate_skb_sent`` (new data only)."""
-        if sender.packets_out <= 1:   # nothing else in flight: start a fresh interval
+    def on_send(self, sender, end: int, now: float, pcount: int = 1) -> None:
+        """``tcp_rate_skb_sent`` (new data only) for an skb of ``pcount`` segments the sender has just
+        counted in ``packets_out``."""
+        if sender.packets_out <= pcount:   # nothing else in flight: start a fresh interval
             self.first_tx_time = self.delivered_time = now
         self.snaps.append((end, self.delivered, self.delivered_time, self.first_tx_time, now,
                            self.app_limited != 0))
@@ -174,9 +175,16 @@ class Bbr(CongestionControl):
         self.full_bw = 0.0
         self.round_start = True
 
+    def undo_cwnd(self) -> int:
+        """``bbr_undo_cwnd``: the full-pipe test starts over; cwnd stays as it is."""
+        self.full_bw = 0.0
+        self.full_bw_cnt = 0
+        return self.s.cwnd
+
     def on_send(self, seq: int, n: int, now: float, new: bool) -> None:
         if new:
-            self.rate.on_send(self.s, seq + n, now)
+            s = self.s
+            self.rate.on_send(s, seq + n, now, (n + s.mss - 1) // s.mss)
 
     def cong_control(self, acked: int, delivered: int, now: float) -> None:
         """``bbr_main``: update the model from this ACK's rate sample, then pacing and cwnd."""

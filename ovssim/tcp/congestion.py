@@ -9,6 +9,7 @@ changes them through these hooks:
   (called only when the flow is cwnd-limited and not reducing its window)
 * ``on_rtt(rtt, now)`` -- one RTT sample (``.pkts_acked``)
 * ``on_loss_timeout()`` -- the retransmission timer fired (``.set_state(TCP_CA_Loss)``)
+* ``undo_cwnd()`` -- the window after a reduction proved spurious (``.undo_cwnd``)
 
 ``slow_start`` and ``additive_increase`` are the kernel's shared helpers
 (``tcp_slow_start`` and ``tcp_cong_avoid_ai`` in net/ipv4/tcp_cong.c).
@@ -39,6 +40,11 @@ class CongestionControl:
 
     def on_loss_timeout(self) -> None:
         return None
+
+    def undo_cwnd(self) -> int:
+        """``tcp_reno_undo_cwnd`` (Reno and CUBIC): the window before the reduction, if larger."""
+        s = self.s
+        return s.cwnd if s.cwnd > s.prior_cwnd else s.prior_cwnd
 
     # -- kernel helpers ------------------------------------------------------------
     def slow_start(self, acked: int) -> int:

@@ -107,6 +107,11 @@ MAX_TCP_HEADER = 192
 # within NSEC_PER_MSEC and the next ACK is expected within min(srtt / 2, 1 ms).
 TSO_WIN_DIVISOR = 3
 TSO_DEFER_RECENT = 0.001
+# net.core.rmem_default = 212992: sk_rcvbuf of a socket that sets no SO_RCVBUF (a UDP receiver's; this host's
+# sysctl, the kernel's SK_RMEM_MAX default).
+RMEM_DEFAULT = 212992
+# sysctl tcp_frto = 2: F-RTO (RFC 5682, SACK-enhanced) after a retransmission timeout (tcp_enter_loss).
+FRTO = 2
 # CONFIG_HZ = 250 (/proc/config.gz on this machine)
 HZ = 250
 # A bulk writer's write() when the caller names none (sock.bulk(until)): iperf3's default

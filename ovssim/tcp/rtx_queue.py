@@ -96,7 +96,7 @@ class RtxQueue:
 
         Returns ``(acked, sacked_before, first_tx, last_tx, karn, spurious)``: segments newly
         acknowledged, how many of them were SACKed, the send times of the first and last of them
-        never retransmitted (-1 if none), whether any was ever retransmitted (Karn), and how many
+        neither retransmitted nor SACKed (-1 if none), whether any was ever retransmitted (Karn), and how many
         retransmitted ones the timestamp echo ``ts_ecr`` shows were acked by the original (Eifel)."""
         recs = self.recs
         h = self.head
@@ -133,6 +133,11 @@ class RtxQueue:
                     karn = True
                     if 0.0 < ts_ecr < r[TX]:
                         spurious += pc       # the echo is older than the retransmission
+                elif not f & SACKED:
+                    # marked lost, never retransmitted: an original transmission (tcp_clean_rtx_queue)
+                    last_tx = r[TX]
+                    if first_tx < 0.0:
+                        first_tx = last_tx
             else:
                 last_tx = r[TX]
                 if first_tx < 0.0:
@@ -282,6 +287,14 @@ class RtxQueue:
                 lost += r[PCOUNT]
         self.lost_out = lost
         self.retrans_out = 0
+        self.retx_hint = self.head
+
+    def unmark_lost(self) -> None:
+        """``tcp_undo_cwnd_reduction(sk, true)``: no skb stays marked lost (retransmissions in flight stay)."""
+        for r in islice(self.recs, self.head, None):
+            if r[FLAGS] & LOST:
+                r[FLAGS] &= ~LOST
+        self.lost_out = 0
         self.retx_hint = self.head
 
     # -- retransmission ---------------------------------------------------------------------------

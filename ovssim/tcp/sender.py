@@ -30,7 +30,9 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   ``ssthresh`` when the recovery point is acknowledged.
 * The retransmission timer (RFC 6298; one pending timer re-armed lazily):
   on expiry ``ssthresh`` is reduced, ``cwnd = 1``, every unSACKed segment is
-  marked lost and retransmitted in slow start, and the timeout doubles.
+  marked lost and retransmitted in slow start, and the timeout doubles.  A
+  timeout the timestamp echo or F-RTO (RFC 5682) shows spurious is undone
+  (``tcp_process_loss``, loss.py).
 * RTT samples from the oldest newly acknowledged never-retransmitted segment,
   else from the timestamp echo (RFC 7323), as ``tcp_clean_rtx_queue`` does.
 * Spurious fast retransmissions found by the timestamp echo (Eifel, RFC 3522)
@@ -72,7 +74,7 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
 Not modelled: MSG_MORE / TCP_CORK, ACKs held in the socket backlog while the writer owns the
 socket (lock_sock, sk_flush_backlog), tcp_mtu_probe's merging, the three-way handshake and FIN, RACK-TLP
 (Linux's default loss detection since 4.18: time-based, with a reordering
-window of min_rtt/4), F-RTO and undo after a timeout, D-SACK, the persist
+window of min_rtt/4), D-SACK, the persist
 timer, slow start after idle.
 """
 from __future__ import annotations
@@ -84,15 +86,15 @@ from .defaults import (BULK_WRITE_SIZE, DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND,
                        MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
                        TCP_LIMIT_OUTPUT_BYTES, TSO_DEFER_RECENT, TSO_WIN_DIVISOR)
 from .buffers import tcp_skb_truesize
+from . import loss
+from .loss import LOSS, OPEN
 from .rtt import RttEstimator
 from .rtx_queue import EVER_RETRANS, SACKED, RtxQueue
 from .tso import tso_autosize
 from .write_queue import WriteQueue, xmit_size_goal
 
-# congestion states (tcp_ca_state)
-OPEN = "open"
+# congestion states (tcp_ca_state): OPEN and LOSS from loss.py
 RECOVERY = "recovery"
-LOSS = "loss"
 
 INF = float("inf")
 RTT_KEEP = 1 << 17         # RTT samples kept raw before they fold into bounded statistics (metrics.DelayStats)
@@ -167,6 +169,13 @@ class TcpSender:
         self.undo_retrans = 0         # retransmissions of this recovery not yet shown spurious
         self.spurious_retrans = 0
         self.undos = 0
+        # after a timeout (loss.py): undo state and F-RTO
+        self.undo_marker = None       # tp->undo_marker (None: no undo pending)
+        self.retrans_stamp = 0.0      # the loss episode's first retransmission
+        self.loss_at = 0.0            # the latest timeout (data sent before it lies below high_seq)
+        self.frto = False             # tp->frto
+        self.frto_new = False         # this ACK sends new data, not retransmissions (REXMIT_NEW)
+        self.loss_undos = 0           # timeouts undone (LINUX_MIB_TCPLOSSUNDO)
         # congestion state
         self.state = OPEN
         self.high_seq = 0
@@ -386,7 +395,7 @@ class TcpSender:
                         self._pace_at = wake
                         call_at(self.env, wake, self._pace_resume)
                     break
-            if q.lost_out > q.retrans_out and self._retransmit_next(now):
+            if q.lost_out > q.retrans_out and not self.frto_new and self._retransmit_next(now):
                 continue
             seq = self.snd_nxt
             end = wq.ends[0] if wq.ends else seq          # the head skb of the write queue
@@ -761,6 +770,7 @@ class TcpSender:
                 self.push()
             return
         acked = 0            # segments newly acknowledged cumulatively
+        orig_tx = -1.0
         delivered = 0        # newly delivered: cum-acked not SACKed before + newly SACKed
         first_tx = last_tx = -1.0
         if ack > prior_una:
@@ -769,6 +779,7 @@ class TcpSender:
             head_seq, head_flags = r[0], r[3]
             acked, sacked_before, first_tx, last_tx, karn, spurious = q.clean(
                 ack, pkt.ts_ecr if self.timestamps else 0.0)
+            orig_tx = first_tx           # the oldest never-retransmitted skb acked (for F-RTO)
             if karn:
                 first_tx = -1.0          # Karn: no sequence RTT when retransmitted data is acked
             if prior_sacked and self.sack:
@@ -790,6 +801,7 @@ class TcpSender:
             self.backoff = 0
             if self.on_acked is not None:
                 self.on_acked(ack - prior_una, now)
+        newly = 0
         if self.sack:
             if pkt.sack:
                 newly = q.sacktag(pkt.sack, self.snd_una)
@@ -840,12 +852,15 @@ class TcpSender:
                     self._update_pacing_rate()
                 self._push_after_ack(now)
                 return
+        if self.state == LOSS:
+            self._process_loss(pkt, orig_tx, ack > prior_una, newly, prior_out, wnd_changed)
         self._congestion_control(acked, delivered, ack > prior_una, now)
         if self._cc_main is not None:
             self._cc_main(acked, delivered, now)
         else:
             self._update_pacing_rate()
         self._push_after_ack(now)
+        self.frto_new = False
 
     def _congestion_control(self, acked: int, delivered: int, advanced: bool, now: float) -> None:
         """``tcp_fastretrans_alert`` + ``tcp_cong_control``."""
@@ -890,6 +905,14 @@ class TcpSender:
             self.cc.cong_avoid(acked, now)
             if self.cwnd < 1:
                 self.cwnd = 1
+
+    def _process_loss(self, pkt, orig_tx: float, advanced: bool, sacked: int, prior_out: int,
+                      wnd_changed: bool) -> None:
+        """``tcp_process_loss``: undo a spurious timeout, or F-RTO's next step (loss.py)."""
+        dupack = not advanced and not pkt.payload and not wnd_changed and prior_out > 0
+        ts_ecr = pkt.ts_ecr if self.timestamps else 0.0
+        if loss.process_loss(self, advanced, ts_ecr, orig_tx, dupack, sacked > 0):
+            self.log_cwnd(self.env._now)
 
     def _reordered(self, degree: int, count: int = 1) -> None:
         """``tcp_check_sack_reordering``: raise the loss threshold to the reordering seen
@@ -960,6 +983,7 @@ class TcpSender:
     def _on_timeout(self, now: float) -> None:
         """``tcp_retransmit_timer`` + ``tcp_enter_loss``."""
         self.timeouts += 1
+        loss.enter_loss(self, now)
         if self.state != LOSS or self.snd_una >= self.high_seq:
             self.ssthresh = self.cc.ssthresh()
         self.cc.on_loss_timeout()

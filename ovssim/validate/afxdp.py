@@ -1,10 +1,15 @@
-"""OVS with AF_XDP ports on this machine (``data/local/local-afxdp``, issue 18).
+"""OVS with AF_XDP ports on this machine (``data/local/2026-11-25-quiet/local-afxdp``, issue 18).
 
 The collector ran the namespace testbed's OVS (userspace netdev datapath) with its VIFs as
 ``type=afxdp`` ports -- a PMD thread busy-polls their XSK rings -- and, as the baseline, with
 the default ``system`` ports (AF_PACKET), 1 bridge and chains of 2 and 4 joined by patch
 ports: iperf3 CUBIC and BBR with ping beside them, ping, qperf ``tcp_lat``/``udp_lat`` and
 ``udp_bw``, sockperf UDP ping-pong.
+
+Two data sets: the campaign collected on a quiet machine (25 Nov, ``QUIET``: the held-out rows and the fit)
+and the first collection, on a machine loaded by other jobs (``BUSY``, 24 Nov), kept as a second, labelled
+set of rows without a target: the model has no time-slicing of the PMD by other jobs, so those runs say
+how far a loaded host is from it, not whether the model is right.
 
 Split: ``calibration/local_afxdp.toml`` (based on ``local_netns``, the AF_PACKET fit of the
 other campaign) fits the PMD's cost per frame, ``ovs.afxdp.per_packet``, on the **1-bridge
@@ -29,7 +34,9 @@ from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, load_
 from .compare import Comparison, mean_ci
 from .simulate import Config, Runner
 
-DATA = ROOT / "data" / "local" / "local-afxdp"
+QUIET = ROOT / "data" / "local" / "2026-11-25-quiet" / "local-afxdp"
+BUSY = ROOT / "data" / "local" / "local-afxdp"
+DATA = QUIET if (QUIET / "metadata.json").is_file() else BUSY
 BASE_PROFILE = "local_netns"
 PORTS = {"netdev+afxdp": "afxdp", "netdev": "system"}       # the collector's datapath column -> port_type
 PING = {"tool": "ping", "c": 15, "i": "10ms"}
@@ -113,9 +120,9 @@ def _runs(df, port_type: str, chain: int, workload: str, metric: str, factor: fl
     return sel[sel["metric"] == metric]["value"].to_numpy(float) * factor
 
 
-def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
+def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None = BUSY) -> list[TestbedResult]:
     df = load_measured(data)
-    tb = TestbedResult("local_afxdp", "Issue 18: OVS with AF_XDP ports on this machine (data/local/local-afxdp)",
+    tb = TestbedResult("local_afxdp", f"Issue 18: OVS with AF_XDP ports on this machine ({shown(data)})",
                        section="afxdp")
     if df.empty:
         tb.notes.append(f"No AF_XDP data in {data}: collect it with `ovssim collect "
@@ -139,12 +146,29 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
     tb.profile = shown(path)
     tb.fit = fit_summary(res, path)
     tb.split = ("Fitted: `ovs.afxdp.per_packet` (the PMD's whole pass per frame) on the 1-bridge AF_XDP iperf3 "
-                "CUBIC throughput (`calibration/local_afxdp.toml`, based on `local_netns`). Held out: the chains "
-                "of 2 and 4 bridges, BBR, every RTT, qperf udp_bw, the PMD's processing cycles per packet that "
-                "OVS counted (pmd-stats-show), and the `system`-port (AF_PACKET) runs, predicted by "
-                "`local_netns`, which never saw this campaign. `ovs.afxdp.per_batch` is the default profile's "
-                "2 us (not identifiable from these data).")
-    # -- predict everything measured --------------------------------------------------------------------
+                f"CUBIC throughput of `{shown(data)}` (`calibration/local_afxdp.toml`, based on `local_netns`). "
+                "Held out: the chains of 2 and 4 bridges, BBR, every RTT, qperf udp_bw, the PMD's processing "
+                "cycles per packet that OVS counted (pmd-stats-show), and the `system`-port (AF_PACKET) runs, "
+                "predicted by `local_netns`, which never saw this campaign. `ovs.afxdp.per_batch` is the default "
+                "profile's 2 us (not identifiable from these data).")
+    _predict(tb, runner, settings, df, path, "", "held-out")
+    if busy is not None and busy.resolve() != data.resolve():
+        bdf = load_measured(busy)
+        if not bdf.empty:
+            # the first collection, on a loaded machine: the same predictions, shown without a target
+            _predict(tb, runner, settings, bdf, path, "busy ", None)
+            tb.notes.append(f"Rows named `busy ...`: the first collection of this campaign (`{shown(busy)}`, "
+                            "24 Nov), on a machine loaded by other jobs; shown against the same predictions, "
+                            "without a target (not counted).")
+    _figures(tb, settings)
+    _notes(tb, df, data)
+    return [tb]
+
+
+def _predict(tb: TestbedResult, runner: Runner, settings: Settings, df, path: Path, prefix: str,
+             split: str | None) -> None:
+    """Simulate every measured (port type, chain, workload) of ``df`` and add its rows; ``split`` None: rows
+    without a target (a second data set shown beside the held-out one)."""
     keys = sorted(set(zip(df["port_type"], df["chain"], df["workload"])))
     cfgs = {}
     for pt, chain, wl in keys:
@@ -168,17 +192,18 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
                 continue
             y, lo, hi = mean_ci(runs)
             m, slo, shi = mean_ci(vals)
-            split = "in-sample" if (pt, chain, wl, mm) == ("afxdp", 1, *FIT) else "held-out"
-            tb.rows.append(Comparison(tb.name, f"{_label(pt, chain)} {swl}{SUFFIX.get(sm, '')}", metric, unit,
-                                      y, lo, hi, m, slo, shi, split, metric, note=f"{runs.size} runs"))
+            if split is None:
+                row_split, kind = "held-out", ""
+            else:
+                row_split = "in-sample" if (pt, chain, wl, mm) == ("afxdp", 1, *FIT) else split
+                kind = metric
+            tb.rows.append(Comparison(tb.name, f"{prefix}{_label(pt, chain)} {swl}{SUFFIX.get(sm, '')}", metric,
+                                      unit, y, lo, hi, m, slo, shi, row_split, kind, note=f"{runs.size} runs"))
         if pt == "afxdp":
-            _pmd_rows(tb, df, chain, wl, sim)
-    _figures(tb, settings)
-    _notes(tb, df)
-    return [tb]
+            _pmd_rows(tb, df, chain, wl, sim, prefix)
 
 
-def _pmd_rows(tb: TestbedResult, df, chain: int, wl: str, sim) -> None:
+def _pmd_rows(tb: TestbedResult, df, chain: int, wl: str, sim, prefix: str = "") -> None:
     """The PMD's processing cycles per packet (pmd-stats-show) and its core's busy share (no target)."""
     if wl in PMD_WORKLOADS:
         runs = _runs(df, "afxdp", chain, wl, PMD_CYCLES, 1.0)
@@ -187,7 +212,8 @@ def _pmd_rows(tb: TestbedResult, df, chain: int, wl: str, sim) -> None:
             y, lo, hi = mean_ci(runs)
             m, slo, shi = mean_ci(vals)
             batch = sim.values("system", "pmd.local.packets_per_rx_batch")
-            tb.rows.append(Comparison(tb.name, f"{_label('afxdp', chain)} {PMD_WORKLOADS[wl]} PMD", PMD_CYCLES,
+            tb.rows.append(Comparison(tb.name, f"{prefix}{_label('afxdp', chain)} {PMD_WORKLOADS[wl]} PMD",
+                                      PMD_CYCLES,
                                       "cycles", y, lo, hi, m, slo, shi,
                                       "held-out", "",
                                       note=f"{runs.size} runs; simulated {np.mean(batch):.1f} frames per batch"))
@@ -200,7 +226,7 @@ def _pmd_rows(tb: TestbedResult, df, chain: int, wl: str, sim) -> None:
             # the same ping through AF_PACKET ports: where that is as busy, the row shows a loaded host, not a PMD
             note = f"{runs.size} runs: the busier core under a ping every 20 ms" + (
                 f"; with system ports {np.mean(system):.0f} %" if system.size else "")
-            tb.rows.append(Comparison(tb.name, f"{_label('afxdp', chain)} ping PMD core", "cpu_util", "%",
+            tb.rows.append(Comparison(tb.name, f"{prefix}{_label('afxdp', chain)} ping PMD core", "cpu_util", "%",
                                       y, lo, hi, m, slo, shi, "held-out", "", band="a busy-polling core", note=note))
 
 
@@ -214,7 +240,7 @@ def _busier_core(df, port_type: str, chain: int, workload: str) -> np.ndarray:
 
 def _figures(tb: TestbedResult, settings: Settings) -> None:
     for metric, unit in (("throughput", "Mbit/s"), ("rtt", "ms")):
-        rows = [r for r in tb.rows if r.metric == metric]
+        rows = [r for r in tb.rows if r.metric == metric and r.kind]
         if rows:
             fn = f"afxdp_{metric}.png"
             plots.bars(settings.figures_dir / fn, f"AF_XDP vs system ports: {metric}", f"{metric} ({unit})", rows)
@@ -222,22 +248,32 @@ def _figures(tb: TestbedResult, settings: Settings) -> None:
                                    f"(blue in-sample, red held-out; 95% CI over {settings.reps} replications)"))
 
 
-def _notes(tb: TestbedResult, df) -> None:
+def _notes(tb: TestbedResult, df, data: Path) -> None:
+    from ..fit.profile_writer import machine_state_of
+    state = machine_state_of([data / "metadata.json"])
     busy = df[df["metric"] == "cpu_busy"]["value"].to_numpy(float)
     cv = []
     for (pt, chain, wl, mm), g in df.groupby(["port_type", "chain", "workload", "metric"]):
         if mm in ("throughput", "rtt_mean", "tcp_rr_rtt") and g["value"].size > 1:
             cv.append(float(g["value"].std(ddof=1) / g["value"].mean()))
+    speed = state.get("speed_index")
+    loaded = speed is None or speed < 0.5
     tb.notes.append(
-        "**A loaded machine.** This campaign ran while other jobs shared the 2 cores (`cpu_busy` "
-        f"{np.mean(busy):.2f} on average over the runs; load average 5.2 at the start, metadata.json): the "
-        f"run-to-run spread of the throughputs and mean RTTs is {100 * np.median(cv):.0f} % (median coefficient "
-        "of variation over the configurations), wider than the 3 % and 10 % targets themselves, so a miss here "
-        "says as much about the measurement as about the model. The PMD thread busy-polls one core, but on a "
-        "machine with more runnable threads than cores the kernel still time-slices it: a frame that arrives "
-        "while the PMD is descheduled waits up to a scheduler slice (milliseconds), which the model -- whose PMD "
-        "owns its core -- does not have; that is why the measured AF_XDP ping and request/response RTTs are "
-        "milliseconds, not tens of microseconds.")
+        f"**Machine state** (`{shown(data)}`): "
+        + (f"speed index {speed:.2f}, load average {state['loadavg'][0]:.1f} (the collector's before/after "
+           "measurements, metadata.json); " if speed is not None else "no machine state recorded; ")
+        + f"`cpu_busy` {np.mean(busy):.2f} on average over the runs; the run-to-run spread of the throughputs and "
+        f"mean RTTs is {100 * np.median(cv):.0f} % (median coefficient of variation over the configurations).")
+    if loaded:
+        tb.notes.append(
+            "**A loaded machine.** Other jobs shared the 2 cores: the PMD thread busy-polls one core, but with "
+            "more runnable threads than cores the kernel still time-slices it, so a frame that arrives while "
+            "the PMD is descheduled waits up to a scheduler slice (milliseconds), which the model -- whose PMD "
+            "owns its core -- does not have; the measured AF_XDP ping and request/response RTT means are then "
+            "milliseconds, not tens of microseconds, and a miss says as much about the measurement as about "
+            "the model.")
+    thr = df[(df["port_type"] == "afxdp") & (df["workload"] == "cubic") & (df["metric"] == "throughput")]
+    by_chain = thr.groupby("chain")["value"].mean() * 1e-6
     tb.notes.append(
         "**What the model's AF_XDP path is.** The host's pool has one core fewer; the PMD (its own core) "
         "polls the XSK rx rings round robin, up to 32 frames a batch, and spends `ovs.afxdp.per_packet` on each "
@@ -246,17 +282,44 @@ def _notes(tb: TestbedResult, df) -> None:
         "then flushes the tx rings at the end of the batch (`ovs.afxdp.per_batch`: the rx burst and the "
         "sendto() kicks, whose generic-mode transmit crosses the veth on the PMD's core; no qdisc). No "
         "`ovs.latency` and no idle stall: a PMD never sleeps. Patch ports stay inside the PMD's pass, so a "
-        "chain costs only its patch crossings -- the measured AF_XDP throughput is flat too (CUBIC 858, 871, "
-        "920 Mbit/s for 1, 2, 4 bridges).")
-    tb.notes.append(
-        "**Why the rows miss.** (1) *RTT means*: the measured AF_XDP pings, qperf and sockperf means are "
-        "milliseconds because the PMD is time-sliced on this overloaded machine (above); their medians are not "
-        "(sockperf: 26 us full RTT at the median through 1 AF_XDP bridge, 88 us through AF_PACKET). (2) *RTT "
-        "medians*: the simulated ones are 2-4x the measured because `local_netns`'s host stack delay (~21 us a "
-        "direction) and, for AF_PACKET, `ovs.latency` (131 us), fitted on `data/local/local-bridges`, are larger "
-        "than this campaign's medians allow; the AF_XDP per-frame cost fitted on throughput (the PMD saturated) "
-        "also carries the time-slicing. (3) *udp_bw*: the simulated sender is limited only by "
-        "`app.send_per_packet` and its softirq work, and the receiver's socket buffer is not modelled, so the "
-        "real sender's ~13 us per datagram here and the receiver's drops (recv_bw 1/4-1/10 of send_bw) are "
-        "missing. (4) *PMD cycles*: OVS counts a busy iteration's TSC cycles even while the thread is "
-        "descheduled, so its cycles per packet mix work and waiting; the model's are work only.")
+        "chain costs only its patch crossings -- measured AF_XDP CUBIC throughput "
+        + ", ".join(f"{v:.0f}" for v in by_chain.to_numpy()) + " Mbit/s for "
+        + ", ".join(str(int(c)) for c in by_chain.index) + " bridges.")
+    tb.notes.append(_load_note(df))
+    if loaded:
+        tb.notes.append(WHY_BUSY)
+
+
+def _load_note(df) -> str:
+    """How the RTTs moved with the load the collector recorded per run (``loadavg_1min``)."""
+    load = df[df["metric"] == "loadavg_1min"].set_index("run_id")["value"]
+    parts = []
+    for pt, wl, mm, f, what in (("afxdp", "ping", "rtt_mean", 1e6, "AF_XDP ping"),
+                                ("afxdp", "qperf_lat", "tcp_rr_rtt", 1e6, "AF_XDP qperf tcp_lat"),
+                                ("system", "ping", "rtt_mean", 1e6, "AF_PACKET ping")):
+        sel = df[(df["port_type"] == pt) & (df["workload"] == wl) & (df["metric"] == mm)]
+        if sel.empty:
+            continue
+        v = sel.set_index("run_id")["value"] * f
+        la = load.reindex(v.index)
+        parts.append(f"{what} {', '.join(f'{x:.0f}' for x in v[la < 1.5])} us at load < 1.5 vs "
+                     f"{np.median(v[la >= 1.5]):.0f} us median at {la[la >= 1.5].min():.1f}-{la.max():.1f}"
+                     if (la < 1.5).any() and (la >= 1.5).any() else f"{what} {np.median(v):.0f} us median")
+    return ("**RTTs and the load of each run** (the collector's `loadavg_1min`): " + "; ".join(parts) + ". The "
+            "model's PMD owns its core; where other threads compete for the two cores the kernel time-slices "
+            "the busy-polling PMD and an AF_XDP frame waits for its next turn, which AF_PACKET ports (woken "
+            "per packet) do not.")
+
+
+WHY_BUSY = (
+    "**Why the rows miss (loaded machine).** (1) *RTT means*: the measured AF_XDP pings, qperf and sockperf "
+    "means are milliseconds because the PMD is time-sliced on this overloaded machine (above); their medians are not "
+    "(sockperf: 26 us full RTT at the median through 1 AF_XDP bridge, 88 us through AF_PACKET). (2) *RTT "
+    "medians*: the simulated ones are 2-4x the measured because `local_netns`'s host stack delay (~21 us a "
+    "direction) and, for AF_PACKET, `ovs.latency` (131 us), fitted on `data/local/local-bridges`, are larger "
+    "than this campaign's medians allow; the AF_XDP per-frame cost fitted on throughput (the PMD saturated) "
+    "also carries the time-slicing. (3) *udp_bw*: the simulated sender is limited only by "
+    "`app.send_per_packet` and its softirq work, and the receiver's socket buffer is not modelled, so the "
+    "real sender's ~13 us per datagram here and the receiver's drops (recv_bw 1/4-1/10 of send_bw) are "
+    "missing. (4) *PMD cycles*: OVS counts a busy iteration's TSC cycles even while the thread is "
+    "descheduled, so its cycles per packet mix work and waiting; the model's are work only.")

@@ -15,10 +15,11 @@
   read over the same time) and, with ``-v``, ``msg_rate`` (datagrams read per second):
   here ``send_bw`` and ``recv_bw`` in Mbit/s, ``msg_rate`` in 1/s.  The sender goes as fast
   as its ``send()`` (profile ``app.send_per_packet``) and, for a sender sharing the host's
-  kernel (a container), the softirq work each datagram takes on its core allow.  Not
-  modelled: the UDP socket's send buffer (a blocking ``send()`` waits for skbs to be
-  freed) and the receiver's socket buffer (its overflow drops), so ``recv_bw`` falls
-  below ``send_bw`` only where the path drops.
+  kernel (a container), the softirq work each datagram takes on its core allow.  The
+  server's socket receive buffer (``net.core.rmem_default``, see :mod:`ovssim.workloads.udp`)
+  drops what a slower reader (``app.recv_per_packet``) leaves queued beyond it, so ``recv_bw``
+  falls below ``send_bw`` there and where the path drops.  Not modelled: the UDP socket's
+  send buffer (a blocking ``send()`` waits for skbs to be freed).
 """
 from __future__ import annotations
 

@@ -9,6 +9,12 @@ datagram received), jitter (RFC 3550 running estimate, see
 sequence number, %) and out-of-order datagrams.  Seed 000 §5.1: 1470-byte
 datagrams at 95 Mbit/s for 10 s, 100 iterations.
 
+The server's socket receive buffer (``__udp_enqueue_schedule_skb``, net/ipv4/udp.c): a datagram is
+queued on the socket, charged its skb truesize, unless ``sk_rmem_alloc`` already exceeds ``sk_rcvbuf``
+(``net.core.rmem_default``, 212992 bytes: iperf and qperf set no SO_RCVBUF by default), in which case it
+is dropped (UDP ``RcvbufErrors``, counted as loss); ``recvmsg`` releases the charge.  It fills only when
+the reader's ``recv()`` (profile ``app.recv_per_packet``) is slower than the datagrams arrive.
+
 ``jitter_mean`` is the steady-state estimate of the jitter iperf reports: J is an
 exponentially weighted mean of |D| (gain 1/16), so once the stream is stationary
 E[J] = E[|D|], and the mean of |D| over the whole run (after MSER-5 warm-up deletion,
@@ -41,8 +47,10 @@ from ..errors import ConfigError
 from ..metrics import DelayStats, JitterEstimator
 from ..steady import MeanAbsDiff
 from ..packet import FlowKey, Packet, udp_frame_size
+from ..path.afpacket import SockBuf, truesize
 from ..path.cpu import conn_key
 from ..sched import FIRE, call_at, schedule
+from ..tcp.defaults import RMEM_DEFAULT
 from .base import Metric, RunContext, Workload
 
 IPERF_PORT = 5001
@@ -129,8 +137,10 @@ class IperfUdp(Workload):
         self.send_thread = cpu.app_thread("udp-send", self.send_key) if cpu is not None else None
         # the server's recv() per datagram and when its last one ended, one attribute (an instance with more
         # than 30 attributes loses CPython's fast attribute access; this one is on every datagram's path):
-        # one thread, so one recv() at a time, on whichever core the scheduler finds free first
-        self._recv = [ctx.extra.get("app", {}).get("recv_per_packet", 0.0), 0.0]
+        # one thread, so one recv() at a time, on whichever core the scheduler finds free first; and its
+        # socket's receive buffer: SockBuf refuses at alloc >= limit, udp.c at sk_rmem_alloc > sk_rcvbuf
+        self._recv = [ctx.extra.get("app", {}).get("recv_per_packet", 0.0), 0.0,
+                      SockBuf(RMEM_DEFAULT + 1, f"{self.name}.rcvbuf")]
         # the timer's Call is its own argument, so _send can re-arm it (no new object per
         # datagram, and no extra attribute: 30 would cost CPython's fast attribute access)
         timer = call_at(self.env, self.t0, self._send)
@@ -180,9 +190,15 @@ class IperfUdp(Workload):
         cpu = self.dst.cpu
         recv = self._recv
         if recv[0] and cpu is not None:
+            sock = recv[2]
+            size = truesize(pkt.size)
+            if not sock.charge(t, size):
+                return                     # the socket's receive buffer is full: a drop
             done = cpu.serve(t if t > recv[1] else recv[1], recv[0], None)
             if done is None:
+                sock.release(size)
                 return                     # socket receive path refused: a drop
+            sock.release_at(done, size)    # recvmsg has dequeued it (udp_rmem_release)
             t = recv[1] = done
         self.rx += 1
         self.rx_bytes += pkt.payload

@@ -240,3 +240,20 @@ def test_ack_aggregation_keeps_cwnd_as_linux_did_behind_an_htb_releasing_64kb_sk
     assert b.full_bw_reached and b.min_rtt < 0.001
     assert b.aggregation_cwnd() >= 40
     assert 26 <= np.median(steady) <= 60
+
+
+def test_rate_sample_interval_starts_afresh_only_when_nothing_was_in_flight(make_path):
+    """tcp_rate_skb_sent: ``if (!tp->packets_out)`` -- tested before the skb is counted -- the sampling
+    interval restarts at this skb's send time.  The sender counts a GSO skb's segments first, so the
+    test must leave out the skb's own segments: a 10-segment skb sent with nothing else in flight
+    starts a fresh interval, the same skb sent behind another does not."""
+    p = make_path(rate=100e6, delay=0.001)
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="bbr")
+    s, rate = c.sender, c.sender.cc.rate
+    rate.first_tx_time = rate.delivered_time = 1.0
+    s.q.queue(0, 10 * s.mss, 2.0, 10)                    # packets_out 10: this skb alone
+    s.cc.on_send(0, 10 * s.mss, 2.0, True)
+    assert rate.first_tx_time == rate.delivered_time == 2.0
+    s.q.queue(10 * s.mss, 20 * s.mss, 3.0, 10)           # packets_out 20: another skb in flight
+    s.cc.on_send(10 * s.mss, 10 * s.mss, 3.0, True)
+    assert rate.first_tx_time == rate.delivered_time == 2.0

@@ -49,7 +49,7 @@ class PerSegment:
             if f & EVER_RETRANS:
                 karn = True
                 spurious += 0.0 < ts_ecr < tx
-            elif not f:
+            elif not f & SACKED:            # tcp_clean_rtx_queue: neither retransmitted nor SACKed
                 last = tx
                 first = tx if first < 0 else first
             acked += 1
