@@ -26,10 +26,15 @@ from .compare import Comparison, mean_ci
 from .local import METRICS, WORKLOADS, _config, load_measured
 from .simulate import Runner
 
-DATA = ROOT / "data" / "local" / "2026-11-24" / "local-offloads"
-FIT_DATA = ROOT / "data" / "local" / "2026-11-25" / "local-bytes"
-# the held-out campaign collected again on the fit's evening (with its machine state)
-SAME_EVENING = ROOT / "data" / "local" / "2026-11-25" / "local-offloads"
+QUIET = ROOT / "data" / "local" / "2026-11-25-quiet"     # collected on a quiet machine (speed index ~1)
+FIT_DATA = QUIET / "local-bytes"
+DATA = QUIET / "local-offloads"
+# the same campaigns on a busy machine (other jobs on both cores): held out too, each simulated at its own
+# speed index (Profile.scaled through the scenario's speed_index)
+BUSY = (ROOT / "data" / "local" / "2026-11-25" / "local-bytes",
+        ROOT / "data" / "local" / "2026-11-24" / "local-offloads",
+        ROOT / "data" / "local" / "2026-11-25" / "local-offloads")
+BASE_PROFILE = "local_netns"          # the quiet namespace testbed's per-packet costs
 IPERF3_LENGTH = 131072        # iperf3's TCP write size (-l) when not given
 # iperf3 -P 4: four flows from one process (the simulator's iperf takes -P as iperf does)
 TCP4 = ({**WORKLOADS["tcp"][0], "P": 4, "one_thread": True}, WORKLOADS["tcp"][1])   # iperf 3.12: one thread
@@ -55,7 +60,23 @@ def _cfg(bridge: str, chain: int, link: str, offload: bool, workloads: list[str]
                 w["l"] = int(length)
         c.label += f"-l{int(length) // 1024}k"
     c.facts["offload"] = offload
+    c.facts["length"] = int(length) if length else IPERF3_LENGTH
     return c
+
+
+def campaign(d: Path) -> tuple[str, dict]:
+    """A campaign's name in the report, saying its machine state (the collector's ``metadata.json``
+    ``machine_state``), and that state."""
+    st = machine_state_of([d])
+    idx = st.get("speed_index")
+    tag = ("state not measured" if idx is None else
+           f"{'quiet' if idx > 0.9 else 'busy'}, speed index {idx:.2f}, load {st.get('loadavg', ['?'])[0]}")
+    return f"{d.name} {d.parent.name} [{tag}]", st
+
+
+def held_out_campaigns(data: Path = DATA) -> list[tuple[Path, str, dict]]:
+    """The held-out campaigns: ``data`` (quiet), then the busy ones (:data:`BUSY`)."""
+    return [(d, *campaign(d)) for d in (data, *BUSY)]
 
 
 def _load(data: Path):
@@ -100,7 +121,6 @@ def _fit(runner: Runner, settings: Settings, fit_data: Path):
     for offload in (True, False):
         for length in (IPERF3_LENGTH, 16384):
             c = _cfg("linux", 1, "-", offload, ["tcp"], None if length == IPERF3_LENGTH else length)
-            c.facts["length"] = length
             sel = df[(df["bridge"] == "linux") & (df["vm_tx_offload"] == offload) & (df["size"] == length)
                      & (df["workload"] == "tcp") & (df["metric"] == "throughput")]
             runs = sel["value"].to_numpy(float) * 1e-6
@@ -113,14 +133,14 @@ def _fit(runner: Runner, settings: Settings, fit_data: Path):
         runner, settings, name="local_batching", configs=cfgs, targets=targets, data_files=files,
         params=[Param.parse("app.send_per_call=1us..1000us")],
         fixed={"app.send_per_byte": copy, "app.recv_per_byte": copy},
-        base_profile="local_netns_busy", x0={"app.send_per_call": 80e-6},
-        description="This machine's namespace testbed: local_netns_busy plus the socket copies per byte (measured: the "
+        base_profile=BASE_PROFILE, x0={"app.send_per_call": 80e-6},
+        description="This machine's namespace testbed (quiet): local_netns plus the socket copies per byte (measured: the "
                     "receiving iperf3's CPU per byte) and the cost of a write() call (fitted on the Linux bridge's "
                     "iperf3 throughput, offloads on and off, 128 KiB and 16 KiB writes)",
         method_note="app.send_per_byte = app.recv_per_byte = the receiving iperf3's CPU per byte (cpu_util_total "
                     "over bytes) in the offloads-on 128 KiB runs, not fitted; target of app.send_per_call: iperf3 "
                     "TCP throughput, Linux bridge, 1 bridge, offloads on and off, iperf3 -l 128 KiB and 16 KiB "
-                    "(data/local/2026-11-25/local-bytes); the other parameters fixed at local_netns_busy; "
+                    f"({shown(fit_data)}); the other parameters fixed at {BASE_PROFILE}; "
                     "sigma = std/sqrt(n) of the runs")
 
 
@@ -136,27 +156,28 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
     tb.fit = fit_summary(res, profile)
     fdf = _load(fit_data)
     sims = runner.run(fcfgs, str(profile), reps=settings.reps, seed=2026)
-    _rows(tb, fdf, fcfgs, sims, "local-bytes", lambda c, wl: "in-sample")
-    for d, name in ((data, "local-offloads"), (SAME_EVENING, "local-offloads-25")):
+    _rows(tb, fdf, fcfgs, sims, campaign(fit_data)[0], lambda c, wl: "in-sample")
+    own = machine_state_of([fit_data]).get("speed_index")
+    for d, name, state in held_out_campaigns(data):
         if not (d / "results.parquet").is_file() and not (d / "results.csv.gz").is_file():
             continue
-        # the campaign's machine state, when the collector measured it: every CPU cost of the profile
-        # (measured at its own speed index) scaled to it (Profile.scaled)
-        index = machine_state_of([d]).get("speed_index")
+        index = state.get("speed_index")
         df = _load(d)
         cfgs = []
-        for k, wls in df.groupby(["bridge", "chain", "link", "vm_tx_offload"])["workload"].unique().items():
+        keys = ["bridge", "chain", "link", "vm_tx_offload", "size"]
+        for k, wls in df.groupby(keys)["workload"].unique().items():
             wls = [w for w in wls if w in WORKLOADS or w == "tcp4"]
             if wls:
-                c = _cfg(k[0], int(k[1]), k[2], bool(k[3]), wls)
+                c = _cfg(k[0], int(k[1]), k[2], bool(k[3]), wls, None if int(k[4]) == IPERF3_LENGTH else int(k[4]))
                 if index:
                     c.scenario["scenario"]["speed_index"] = index
                 cfgs.append(c)
         sims = runner.run(cfgs, str(profile), reps=settings.reps, seed=2026)
         _rows(tb, df, cfgs, sims, name, lambda c, wl: "held-out")
-        tb.notes.append(f"{name} ({shown(d)}): " + (f"simulated at its speed index {index} (the profile's "
-                        f"CPU costs x {machine_state_of([FIT_DATA]).get('speed_index')} / {index})" if index else
-                        "no machine state was measured; simulated at the profile's speed index") + ".")
+        tb.notes.append(f"{name} ({shown(d)}): " + (
+            f"simulated at its speed index {index} (every CPU cost of the profile x {own} / {index})" if index else
+            "no machine state was measured (collected before the collector measured it); simulated at the "
+            "profile's speed index") + ".")
     tb.split = ("Fitted: one parameter (`app.send_per_call`) on the four rows of data/local/2026-11-25/local-bytes "
                 "(offloads on and off, 128 and 16 KiB writes); measured there, not fitted: the socket copies per "
                 "byte (`app.send_per_byte` = `app.recv_per_byte` = the receiving iperf3's CPU per byte); every other "
