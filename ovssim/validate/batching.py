@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..fit.calibrate import Param, Target, target_sigma
 from ..fit.profile_writer import machine_state_of
+from ..profile import Profile
 from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, shown
 from .compare import Comparison, mean_ci
 from .local import METRICS, WORKLOADS, _config, load_measured
@@ -114,6 +115,15 @@ def copy_cost_per_byte(df) -> float:
     return float((runs["cpu_server"] / (runs["throughput"] / 8)).mean())
 
 
+def same_driver_costs(profile: str) -> dict:
+    """A veth pair between chained bridges costs what a namespace's veth costs: the same driver
+    (drivers/net/veth.c ``veth_xmit`` -> ``veth_forward_skb`` -> ``netif_rx``, then the peer's receive
+    softirq), so ``veth.cpu_per_packet`` / ``cpu_per_byte`` take the profile's fitted
+    ``vif.container-veth.*`` instead of the default profile's order of magnitude."""
+    prof = Profile.load(profile)
+    return {f"veth.{c}": prof.params[f"vif.container-veth.{c}"] for c in ("cpu_per_packet", "cpu_per_byte")}
+
+
 def _fit(runner: Runner, settings: Settings, fit_data: Path):
     """``app.send_per_call`` on ``fit_data``'s four rows, the copies per byte set to what iperf3 measured."""
     df = _load(fit_data)
@@ -132,7 +142,7 @@ def _fit(runner: Runner, settings: Settings, fit_data: Path):
     return cfgs, fit_profile(
         runner, settings, name="local_batching", configs=cfgs, targets=targets, data_files=files,
         params=[Param.parse("app.send_per_call=1us..1000us")],
-        fixed={"app.send_per_byte": copy, "app.recv_per_byte": copy},
+        fixed={"app.send_per_byte": copy, "app.recv_per_byte": copy, **same_driver_costs(BASE_PROFILE)},
         base_profile=BASE_PROFILE, x0={"app.send_per_call": 80e-6},
         description="This machine's namespace testbed (quiet): local_netns plus the socket copies per byte (measured: the "
                     "receiving iperf3's CPU per byte) and the cost of a write() call (fitted on the Linux bridge's "
