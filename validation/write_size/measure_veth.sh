@@ -15,7 +15,8 @@ set -eu
 DUR=${1:-3}; shift 2>/dev/null || true
 SIZES=${*:-131072 16384 4096}
 A=b3tx; B=b3rx
-cleanup() { ip netns del $A 2>/dev/null || true; ip netns del $B 2>/dev/null || true; }
+cleanup() { [ -s /tmp/b3_iperf_server.pid ] && kill "$(cat /tmp/b3_iperf_server.pid)" 2>/dev/null; rm -f /tmp/b3_iperf_server.pid
+           ip netns del $A 2>/dev/null || true; ip netns del $B 2>/dev/null || true; }
 trap cleanup EXIT
 cleanup
 ip netns add $A; ip netns add $B
@@ -24,9 +25,8 @@ ip -n $A addr add 172.31.99.1/24 dev b3v0; ip -n $B addr add 172.31.99.2/24 dev 
 ip -n $A link set b3v0 up; ip -n $B link set b3v1 up; ip -n $A link set lo up; ip -n $B link set lo up
 echo "uptime: $(uptime)"
 echo "kernel: $(uname -r); sender veth features: $(ip netns exec $A ethtool -k b3v0 | grep -E '^(tcp-segmentation-offload|generic-receive-offload|tx-checksumming):' | tr '\n' ' ')"
-ip netns exec $B iperf3 -s -D -1 >/dev/null 2>&1 || true
+ip netns exec $B iperf3 -s -D -I /tmp/b3_iperf_server.pid     # our own server, stopped by its pid
 for L in $SIZES; do
-  ip netns exec $B sh -c 'pgrep -x iperf3 >/dev/null || iperf3 -s -D' 
   sleep 0.3
   tb0=$(ip netns exec $A cat /sys/class/net/b3v0/statistics/tx_bytes)
   tp0=$(ip netns exec $A cat /sys/class/net/b3v0/statistics/tx_packets)
