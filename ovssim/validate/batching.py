@@ -176,8 +176,8 @@ def _fit(runner: Runner, settings: Settings, fit_data: Path):
     return cfgs, fit_profile(
         runner, settings, name="local_batching", configs=fit_cfgs, targets=targets, data_files=files,
         params=[Param.parse("app.send_per_call=0.5us..200us"), Param.parse("gso.cpu_per_segment=0.01us..5us")],
-        fixed={"app.send_per_byte": copy, "app.recv_per_byte": copy, **NO_PAYLOAD_TOUCH,
-               **same_driver_costs(BASE_PROFILE)},
+        fixed={"app.send_per_byte": copy, "app.recv_per_byte": copy, **same_driver_costs(BASE_PROFILE),
+               **NO_PAYLOAD_TOUCH},
         base_profile=BASE_PROFILE, x0={"app.send_per_call": 9e-6, "gso.cpu_per_segment": 0.2e-6},
         description="This machine's namespace testbed (quiet, 25 Nov): local_netns plus the socket copies per byte "
                     "(measured: the receiving iperf3's CPU split into per read and per byte), no per-byte veth work, "
@@ -268,6 +268,23 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
         "nothing, because in the model the writer's core, not the window, limits these flows.  In the quiet "
         "local-bytes runs the writer was CPU-bound (0.98 of a core), the regime the model has; the window-"
         "limited regime above is what a loaded machine (the ACK path waiting for the other core) adds.")
+    tb.notes.append(
+        "**Why rows miss (fit of 25 Nov 05:35, `app.send_per_call` 7.0 us, `gso.cpu_per_segment` at its 0.01 us "
+        "bound).** *Quiet local-offloads* was not quiet: its first repetition (04:11-04:13) ran while the helpers' "
+        "setup ran (ping runs' cpu_busy 1.00, load 3-6), and every configuration's first run is 2-5x slower "
+        "(Linux offloads off 1161 against 3559/3807 Mbit/s; OVS 258 against 1345/1112): the means and +-40-170 % "
+        "CIs are that mixture, so the speed index taken before and after (1.02/1.05) does not describe the runs.  "
+        "*Linux bridge, offloads on* (+11 % in-sample, +39 % quiet held-out, +35-64 % busy): the writer is "
+        "modelled CPU-bound, while under load Linux runs window-limited (the bare-veth measurement above); "
+        "*16 KiB rows* (+49 to +183 %): a 16 KiB write costs more than a 128 KiB one, not modelled.  *Offloads "
+        "off*: the software-GSO cost went to its bound: the base profile's per-frame costs (24 Nov, 3508 "
+        "Mbit/s) are already above what 25 Nov needs (4303): one more day-to-day difference at the same speed "
+        "index.  *RR and ping (Linux)*: the base profile's latencies come from 24 Nov (ping 70 us); 25 Nov's "
+        "quiet ping took 28-45 us at the same speed index -- latency that is not CPU work does not follow the "
+        "index.  *OVS pings* are -45 to -84 %: the netdev thread's wake-up on the busy runs (`ovs.idle_stall`) is "
+        "the base profile's quiet value.  *OVS veth chains* (-25 to -63 %): each chained bridge is a full "
+        "datapath pass per 1448-byte frame; the pass cost is the 1-bridge fit's, and the measured chains lose "
+        "less per bridge than that.")
     tb.notes.append(
         "**Mechanisms checked against the kernel.** veth GRO: drivers/net/veth.c (since 5.13) leaves GRO off by "
         "default and receives through `netif_rx` (the per-CPU backlog, `process_backlog`, no GRO); only "
