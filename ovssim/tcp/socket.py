@@ -29,6 +29,7 @@ from .sender import TcpSender
 
 
 HANDSHAKE = ("syn", "synack")
+SOCKET_BACKLOG = True
 # a SYN / SYN-ACK frame: Ethernet + IPv4 + 40 bytes of TCP header with options (MSS, SACK-permitted,
 # timestamps, window scale)
 SYN_FRAME = ETH_HEADER + IPV4_HEADER + 40
@@ -81,6 +82,8 @@ class TcpSocket:
             # TCP stamps departure times instead of holding packets itself
             self.sender.pacing = self.sender.pacing_fq = True
         self.peer: TcpSocket | None = None
+        self.backlog: list = []             # sk_backlog: segments that arrived while the writer owned the socket
+        self.use_backlog = SOCKET_BACKLOG
 
     # -- wiring -----------------------------------------------------------------------
     def connected_to(self, peer: "TcpSocket") -> None:
@@ -114,6 +117,17 @@ class TcpSocket:
         if pkt.t > now:
             call_at(self.env, pkt.t, self._input, pkt)
             return
+        self._input(pkt)
+
+    def _input(self, pkt) -> None:
+        now = self.env._now
+        if self.backlog or self._owned(now):
+            self._add_backlog(pkt)
+            return
+        self._deliver(pkt, now)
+
+    def _deliver(self, pkt, now: float) -> None:
+        """``tcp_v4_do_rcv``: the ACK fields to the sender, the payload to the receiver."""
         if pkt.kind in HANDSHAKE:
             self._handshake(pkt, now)
             return
@@ -127,20 +141,29 @@ class TcpSocket:
             # so the data this end sends echoes it and the peer's receiver can time its round trip
             self.receiver.ts_recent = pkt.ts_val
 
-    def _input(self, pkt) -> None:
-        now = self.env._now
-        if pkt.kind in HANDSHAKE:
-            self._handshake(pkt, now)
-            return
+    # -- the socket lock ------------------------------------------------------------------
+    def _owned(self, now: float) -> bool:
+        """``sock_owned_by_user`` for a bulk writer on a run-to-completion endpoint: inside its write(),
+        whose CPU time -- the copy, then the path's softirq work in its context, both under
+        ``lock_sock`` -- keeps the flow's core busy until ``free``."""
         s = self.sender
-        if s.snd_nxt or pkt.rwnd != s.snd_wnd:
-            s.on_ack(pkt, now)
-        if pkt.payload:
-            self.receiver.on_data(pkt, now)
-        elif pkt.seq <= self.receiver.rcv_wup:
-            # a pure ACK's timestamp becomes TS.Recent too (tcp_replace_ts_recent: seq <= rcv_wup),
-            # so the data this end sends echoes it and the peer's receiver can time its round trip
-            self.receiver.ts_recent = pkt.ts_val
+        rtc = s._rtc
+        return self.use_backlog and rtc is not None and s.bulk_until is not None and rtc[0][rtc[1]] > now
+
+    def _add_backlog(self, pkt) -> None:
+        """``tcp_v4_rcv`` -> ``tcp_add_backlog``: the segment waits in the socket backlog for the owner's
+        ``release_sock``, when the core is free."""
+        self.backlog.append(pkt)
+        if len(self.backlog) == 1:
+            rtc = self.sender._rtc
+            call_at(self.env, max(rtc[0][rtc[1]], self.env._now), self._release)
+
+    def _release(self, _=None) -> None:
+        """``release_sock`` -> ``__release_sock``: the backlog's segments in arrival order (``sk_backlog_rcv``)."""
+        pkts, self.backlog = self.backlog, []
+        now = self.env._now
+        for pkt in pkts:
+            self._deliver(pkt, now)
 
     # -- the application ------------------------------------------------------------------
     def write(self, nbytes: int) -> None:

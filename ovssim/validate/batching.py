@@ -19,17 +19,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import statsmodels.api as sm
+
 from ..fit.calibrate import Param, Target, target_sigma
 from ..fit.profile_writer import machine_state_of
+from ..profile import Profile
 from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, shown
 from .compare import Comparison, mean_ci
 from .local import METRICS, WORKLOADS, _config, load_measured
 from .simulate import Runner
 
-DATA = ROOT / "data" / "local" / "2026-11-24" / "local-offloads"
-FIT_DATA = ROOT / "data" / "local" / "2026-11-25" / "local-bytes"
-# the held-out campaign collected again on the fit's evening (with its machine state)
-SAME_EVENING = ROOT / "data" / "local" / "2026-11-25" / "local-offloads"
+QUIET = ROOT / "data" / "local" / "2026-11-25-quiet"     # collected on a quiet machine (speed index ~1)
+FIT_DATA = QUIET / "local-bytes"
+DATA = QUIET / "local-offloads"
+# the same campaigns on a busy machine (other jobs on both cores): held out too, each simulated at its own
+# speed index (Profile.scaled through the scenario's speed_index)
+BUSY = (ROOT / "data" / "local" / "2026-11-25" / "local-bytes",
+        ROOT / "data" / "local" / "2026-11-24" / "local-offloads",
+        ROOT / "data" / "local" / "2026-11-25" / "local-offloads")
+BASE_PROFILE = "local_netns"          # the quiet namespace testbed's per-packet costs
 IPERF3_LENGTH = 131072        # iperf3's TCP write size (-l) when not given
 # iperf3 -P 4: four flows from one process (the simulator's iperf takes -P as iperf does)
 TCP4 = ({**WORKLOADS["tcp"][0], "P": 4, "one_thread": True}, WORKLOADS["tcp"][1])   # iperf 3.12: one thread
@@ -55,7 +64,37 @@ def _cfg(bridge: str, chain: int, link: str, offload: bool, workloads: list[str]
                 w["l"] = int(length)
         c.label += f"-l{int(length) // 1024}k"
     c.facts["offload"] = offload
+    c.facts["length"] = int(length) if length else IPERF3_LENGTH
     return c
+
+
+def campaign(d: Path) -> tuple[str, dict]:
+    """A campaign's name in the report, saying its machine state (the collector's ``metadata.json``
+    ``machine_state``), and that state."""
+    st = machine_state_of([d])
+    idx = st.get("speed_index")
+    tag = ("state not measured" if idx is None else
+           f"{'quiet' if idx > 0.9 else 'busy'}, speed index {idx:.2f}, load {st.get('loadavg', ['?'])[0]}")
+    return f"{d.name} {d.parent.name} [{tag}]", st
+
+
+INDEX_ROW = ("linux-1-txoff", "tcp")     # what estimates a campaign's speed index when none was measured
+
+
+def estimated_speed_index(df, fit_df, fit_index: float) -> float:
+    """A speed index for a campaign without a machine state: its Linux bridge's 1-bridge offloads-off
+    iperf3 TCP throughput (one flow, CPU-bound in the kernel, 128 KiB writes) relative to the fit data's,
+    times the fit data's index (as ``ovssim.validate.local.measured_state`` estimates a day's)."""
+    def tput(d):
+        sel = d[(d["bridge"] == "linux") & (d["chain"] == 1) & ~d["vm_tx_offload"] & (d["size"] == IPERF3_LENGTH)
+                & (d["workload"] == "tcp") & (d["metric"] == "throughput")]
+        return float(sel["value"].mean())
+    return round(fit_index * tput(df) / tput(fit_df), 3)
+
+
+def held_out_campaigns(data: Path = DATA) -> list[tuple[Path, str, dict]]:
+    """The held-out campaigns: ``data`` (quiet), then the busy ones (:data:`BUSY`)."""
+    return [(d, *campaign(d)) for d in (data, *BUSY)]
 
 
 def _load(data: Path):
@@ -83,44 +122,73 @@ def _rows(tb, df, cfgs, sims, campaign: str, split_of) -> None:
                                       split_of(c, wl), kind, note=f"{runs.size} runs"))
 
 
-def copy_cost_per_byte(df) -> float:
-    """The receiving iperf3's CPU per byte with offloads on and 128 KiB reads (its ``cpu_util_total``,
-    getrusage, over the bytes it received): the copy to user (``tcp_recvmsg`` -> ``skb_copy_datagram_iter``)
-    and little else, since the receive softirq runs in the sender's context (veth ``netif_rx`` on the
-    sender's CPU).  Seconds per byte, the mean over the runs."""
-    sel = df[(df["vm_tx_offload"]) & (df["size"] == IPERF3_LENGTH) & (df["workload"] == "tcp")]
-    runs = sel.pivot_table(index="rep", columns="metric", values="value")
-    return float((runs["cpu_server"] / (runs["throughput"] / 8)).mean())
+def copy_cost_per_byte(df) -> tuple[float, float]:
+    """The receiving iperf3's CPU (its ``cpu_util_total``, getrusage) split into a cost per read() call and
+    a cost per byte, by least squares over the offloads-on runs of both read sizes (iperf3 reads with the
+    client's -l): CPU share = reads/s x per-read + bytes/s x per-byte.  The per-byte part is the copy to
+    user (``tcp_recvmsg`` -> ``skb_copy_datagram_iter``), the same memcpy as ``tcp_sendmsg_locked``'s copy
+    from user; the receive softirq runs in the sender's context (veth ``netif_rx`` on the sender's CPU).
+    Returns (seconds per byte, seconds per read)."""
+    sel = df[df["vm_tx_offload"] & (df["workload"] == "tcp")]
+    runs = sel.pivot_table(index=["size", "rep"], columns="metric", values="value").reset_index()
+    rate = runs["throughput"] / 8
+    fit = sm.OLS(runs["cpu_server"], np.column_stack([rate / runs["size"], rate])).fit()
+    per_read, per_byte = (float(x) for x in fit.params)
+    return per_byte, per_read
+
+
+NO_PAYLOAD_TOUCH = {"vif.container-veth.cpu_per_byte": "0ns", "veth.cpu_per_byte": "0ns"}
+"""A veth never reads the payload: ``veth_xmit`` hands the skb to the peer by reference (``veth_forward_skb``
+-> ``__netif_rx``), so its work is per skb, not per byte (the default profile's 0.1 ns/byte is an order of
+magnitude, never fitted)."""
+
+
+def same_driver_costs(profile: str) -> dict:
+    """A veth pair between chained bridges costs what a namespace's veth costs: the same driver
+    (drivers/net/veth.c ``veth_xmit`` -> ``veth_forward_skb`` -> ``netif_rx``, then the peer's receive
+    softirq), so ``veth.cpu_per_packet`` / ``cpu_per_byte`` take the profile's fitted
+    ``vif.container-veth.*`` instead of the default profile's order of magnitude."""
+    prof = Profile.load(profile)
+    return {f"veth.{c}": prof.params[f"vif.container-veth.{c}"] for c in ("cpu_per_packet", "cpu_per_byte")}
 
 
 def _fit(runner: Runner, settings: Settings, fit_data: Path):
-    """``app.send_per_call`` on ``fit_data``'s four rows, the copies per byte set to what iperf3 measured."""
+    """``app.send_per_call`` on the offloads-on and ``gso.cpu_per_segment`` on the offloads-off 128 KiB rows of
+    ``fit_data``; the copies per byte set to what the receiving iperf3 measured.  The 16 KiB rows are simulated
+    with the same profile and reported in-sample, not targeted (see the notes)."""
     df = _load(fit_data)
     cfgs, targets = [], []
     for offload in (True, False):
         for length in (IPERF3_LENGTH, 16384):
             c = _cfg("linux", 1, "-", offload, ["tcp"], None if length == IPERF3_LENGTH else length)
-            c.facts["length"] = length
+            cfgs.append(c)
+            if length != IPERF3_LENGTH:
+                continue
             sel = df[(df["bridge"] == "linux") & (df["vm_tx_offload"] == offload) & (df["size"] == length)
                      & (df["workload"] == "tcp") & (df["metric"] == "throughput")]
             runs = sel["value"].to_numpy(float) * 1e-6
             sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
             targets.append(Target(f"{c.label}/tcp", "throughput", float(runs.mean()), sigma, "Mbit/s", runs, how))
-            cfgs.append(c)
-    copy = f"{copy_cost_per_byte(df) * 1e9:.4g}ns"
+    per_byte, _ = copy_cost_per_byte(df)
+    copy = f"{per_byte * 1e9:.4g}ns"
     files = [fit_data / "results.csv.gz"] if (fit_data / "results.csv.gz").is_file() else []
+    fit_cfgs = [c for c in cfgs if c.facts["length"] == IPERF3_LENGTH]
     return cfgs, fit_profile(
-        runner, settings, name="local_batching", configs=cfgs, targets=targets, data_files=files,
-        params=[Param.parse("app.send_per_call=1us..1000us")],
-        fixed={"app.send_per_byte": copy, "app.recv_per_byte": copy},
-        base_profile="local_netns_busy", x0={"app.send_per_call": 80e-6},
-        description="This machine's namespace testbed: local_netns_busy plus the socket copies per byte (measured: the "
-                    "receiving iperf3's CPU per byte) and the cost of a write() call (fitted on the Linux bridge's "
-                    "iperf3 throughput, offloads on and off, 128 KiB and 16 KiB writes)",
-        method_note="app.send_per_byte = app.recv_per_byte = the receiving iperf3's CPU per byte (cpu_util_total "
-                    "over bytes) in the offloads-on 128 KiB runs, not fitted; target of app.send_per_call: iperf3 "
-                    "TCP throughput, Linux bridge, 1 bridge, offloads on and off, iperf3 -l 128 KiB and 16 KiB "
-                    "(data/local/2026-11-25/local-bytes); the other parameters fixed at local_netns_busy; "
+        runner, settings, name="local_batching", configs=fit_cfgs, targets=targets, data_files=files,
+        params=[Param.parse("app.send_per_call=0.5us..200us"), Param.parse("gso.cpu_per_segment=0.01us..5us")],
+        fixed={"app.send_per_byte": copy, "app.recv_per_byte": copy, **same_driver_costs(BASE_PROFILE),
+               **NO_PAYLOAD_TOUCH},
+        base_profile=BASE_PROFILE, x0={"app.send_per_call": 9e-6, "gso.cpu_per_segment": 0.2e-6},
+        description="This machine's namespace testbed (quiet, 25 Nov): local_netns plus the socket copies per byte "
+                    "(measured: the receiving iperf3's CPU split into per read and per byte), no per-byte veth work, "
+                    "and the cost of a write() call and of a software-GSO segment (fitted on the Linux bridge's "
+                    "iperf3 -l 128 KiB throughput, offloads on and off)",
+        method_note="app.send_per_byte = app.recv_per_byte = the per-byte part of the receiving iperf3's CPU "
+                    "(least squares over the offloads-on runs, 128 and 16 KiB reads), not fitted; veth and "
+                    "vif.container-veth cpu_per_byte = 0 (veth passes skbs by reference); veth.cpu_per_packet = "
+                    "vif.container-veth.cpu_per_packet (same driver); targets: iperf3 -l 128 KiB TCP throughput, "
+                    "Linux bridge, 1 bridge, offloads on (app.send_per_call) and off (gso.cpu_per_segment) "
+                    f"({shown(fit_data)}); the other parameters fixed at {BASE_PROFILE}; "
                     "sigma = std/sqrt(n) of the runs")
 
 
@@ -136,80 +204,87 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
     tb.fit = fit_summary(res, profile)
     fdf = _load(fit_data)
     sims = runner.run(fcfgs, str(profile), reps=settings.reps, seed=2026)
-    _rows(tb, fdf, fcfgs, sims, "local-bytes", lambda c, wl: "in-sample")
-    for d, name in ((data, "local-offloads"), (SAME_EVENING, "local-offloads-25")):
+    _rows(tb, fdf, fcfgs, sims, campaign(fit_data)[0], lambda c, wl: "in-sample")
+    own = machine_state_of([fit_data]).get("speed_index")
+    for d, name, state in held_out_campaigns(data):
         if not (d / "results.parquet").is_file() and not (d / "results.csv.gz").is_file():
             continue
-        # the campaign's machine state, when the collector measured it: every CPU cost of the profile
-        # (measured at its own speed index) scaled to it (Profile.scaled)
-        index = machine_state_of([d]).get("speed_index")
+        index = state.get("speed_index")
         df = _load(d)
+        estimated = index is None
+        if estimated:
+            index = estimated_speed_index(df, fdf, own)
         cfgs = []
-        for k, wls in df.groupby(["bridge", "chain", "link", "vm_tx_offload"])["workload"].unique().items():
+        keys = ["bridge", "chain", "link", "vm_tx_offload", "size"]
+        for k, wls in df.groupby(keys)["workload"].unique().items():
             wls = [w for w in wls if w in WORKLOADS or w == "tcp4"]
             if wls:
-                c = _cfg(k[0], int(k[1]), k[2], bool(k[3]), wls)
+                c = _cfg(k[0], int(k[1]), k[2], bool(k[3]), wls, None if int(k[4]) == IPERF3_LENGTH else int(k[4]))
                 if index:
                     c.scenario["scenario"]["speed_index"] = index
                 cfgs.append(c)
         sims = runner.run(cfgs, str(profile), reps=settings.reps, seed=2026)
-        _rows(tb, df, cfgs, sims, name, lambda c, wl: "held-out")
-        tb.notes.append(f"{name} ({shown(d)}): " + (f"simulated at its speed index {index} (the profile's "
-                        f"CPU costs x {machine_state_of([FIT_DATA]).get('speed_index')} / {index})" if index else
-                        "no machine state was measured; simulated at the profile's speed index") + ".")
-    tb.split = ("Fitted: one parameter (`app.send_per_call`) on the four rows of data/local/2026-11-25/local-bytes "
-                "(offloads on and off, 128 and 16 KiB writes); measured there, not fitted: the socket copies per "
-                "byte (`app.send_per_byte` = `app.recv_per_byte` = the receiving iperf3's CPU per byte); every other "
-                "parameter comes from calibration/local_netns_busy.toml (fitted on the busy 22-Nov "
-                "data/local/local-bridges, offloads off: these campaigns ran on a busy machine too).  Held out: every row of data/local/2026-11-24/local-offloads.")
-    call = (tb.fit.get("params") or {}).get("app.send_per_call", "?")
-    copy = copy_cost_per_byte(fdf)
+        _rows(tb, df, cfgs, sims, name, lambda c, wl: "in-sample" if estimated and (c.label, wl) == INDEX_ROW
+              else "held-out")
+        tb.notes.append(f"{name} ({shown(d)}): simulated at its speed index {index} (every CPU cost of the profile "
+                        f"x {own} / {index})" + (
+                            ", estimated: no machine state was measured (collected before the collector measured "
+                            "it), so the index is the Linux bridge's offloads-off TCP throughput over the fit "
+                            "data's, and that row is in-sample" if estimated else "") + ".")
+    tb.split = (f"Fitted: two parameters on the two 128 KiB rows of {shown(fit_data)} (quiet machine): "
+                "`app.send_per_call` on offloads on, `gso.cpu_per_segment` on offloads off.  Measured there, not "
+                "fitted: the socket copies per byte (`app.send_per_byte` = `app.recv_per_byte`, the per-byte part of "
+                "the receiving iperf3's CPU).  Set by the mechanism: no per-byte veth work; a chain's veth pair "
+                f"costs the namespace veth's fitted cost.  Every other parameter: calibration/{BASE_PROFILE}.toml "
+                "(quiet 24-Nov data/local/2026-11-24/local-bridges, offloads off).  The 16 KiB rows of the fit data "
+                "are shown in-sample but were not targeted.  Held out: every row of the quiet local-offloads and of "
+                "the busy campaigns, each at its own speed index.")
+    per_byte, per_read = copy_cost_per_byte(fdf)
+    rates = (fdf[(fdf["workload"] == "tcp") & (fdf["bridge"] == "linux")]
+             .pivot_table(index=["vm_tx_offload", "size"], columns="metric", values="value", aggfunc="mean"))
+    per_write = {k: r["cpu_client"] / (r["throughput"] / 8 / k[1]) * 1e6 for k, r in rates.iterrows()}
     tb.notes.append(
-        "**What sets the rate here: writes and the share of a core, not bytes.** In local-bytes both cores were "
-        "100 % busy in every run (load average 7-9 from other jobs; speed index 0.43 before, 0.24 after) and the "
-        "iperf3 client used ~0.25 of a core in every configuration.  Its own CPU per write() (iperf3's "
-        "cpu_util_total over its writes) is the same at 16 and 128 KiB with offloads on (24.5 and 25.1 us): a "
-        "16 KiB write pushes an skb of its own through the whole path in the writer's context (a veth's receive "
-        "softirq runs there), a 128 KiB write two 64 KB skbs and 8x the copying; ~10,000 writes/s either way, "
-        "hence 1.3 against 10 Gbit/s.  The copies per byte are measured directly: the receiving iperf3 used "
-        f"{copy * 1e9:.3g} ns per byte (128 KiB reads, offloads on; a memcpy at ~{1e-9 / copy:.0f} GB/s), set as "
-        f"`app.send_per_byte` = `app.recv_per_byte` ({copy * IPERF3_LENGTH * 1e6:.1f} us of a 128 KiB write).  "
-        f"The fitted `app.send_per_call` ({call}) is ~3.5x the CPU a write takes: the rest is the time the "
-        "writer waits for a core shared with the other jobs, which the model, with two cores of its own, can only "
-        "express as work.  Offloads-on throughput is finite here through the per-write cost and the load more "
-        "than through the per-byte copies.")
+        "**What the quiet data show.** The iperf3 client used 0.97-0.99 of a core in every configuration, so "
+        "its CPU per write() is the cost the rate follows: offloads on "
+        f"{per_write[(True, IPERF3_LENGTH)]:.1f} us per 128 KiB write and {per_write[(True, 16384)]:.1f} us per "
+        f"16 KiB write; offloads off {per_write[(False, IPERF3_LENGTH)]:.0f} and {per_write[(False, 16384)]:.1f} "
+        "us.  A 16 KiB write costs more than a 128 KiB one, with a skb or less per write against two and more: "
+        "no split into per-call, per-byte and per-skb costs fits both sizes (it needs a negative per-skb cost), "
+        "so the fit takes the 128 KiB rows (every held-out row uses 128 KiB writes) and the 16 KiB rows show what "
+        "the model lacks.  The receiving iperf3's CPU, over the offloads-on runs of both read sizes, splits into "
+        f"{per_read * 1e6:.1f} us per read() and {per_byte * 1e9:.3f} ns per byte (least squares): the copy is "
+        f"a memcpy at ~{1e-9 / per_byte:.0f} GB/s and the rest is per call, which is why a copy cost taken as the "
+        "receiver's CPU over its bytes (0.136 ns here, 0.103 on the busy machine) overstated it 5x.")
     tb.notes.append(
-        "**Why rows miss.** *Linux bridge, offloads on* (tcp, tcp4, and the in-sample row): measured, the rate is "
-        "nearly the write time alone (128 KiB per 104 us, 16 KiB per 98 us: 7.5x in rate).  Linux's skbs follow the "
-        "writes (a veth frees each skb's send-buffer charge at once, so nothing below the socket autocorks the "
-        "next write): the sender's veth carried 25.2 KB per skb with 16 KiB writes and 55.0 KB with 128 KiB "
-        "(tx_bytes / tx_packets on a bare veth pair, 3 s each, 25 Nov).  The model sizes skbs by "
-        "`tcp_tso_autosize` whatever the writes, and its "
-        "sender's core also carries the path's per-skb work for the flow (fitted on an unloaded campaign), so "
-        "one call cost gives 5.2x and the fit settles between the two rows; the runs spread 6.4-13.3 Gbit/s.  "
-        "*Linux bridge, offloads off*: the same configuration measured 1553 Mbit/s (4 runs) in local-bytes, "
-        "1109 (3) in local-offloads and 1767 in data/local/local-bridges -- the evening's load moves it by 40 %, "
-        "more than the target; 4 streams from iperf3's one thread measured no more than 1, while the model "
-        "spreads the four flows' softirq path work over both cores (only the application's work is on the "
-        "thread's core; Linux runs a veth transmit's receive softirq in the sender's context).  *RR*: the fitted "
-        "call cost is charged on every netperf send() too; Linux rows +25-28 % (measured 0.19 ms, 3x the 0.06 ms "
-        "of local-bridges: the load's wake-ups), OVS rows +58-72 %: OVS RR measured lower here (0.32 ms) than "
-        "in the campaign `ovs.latency` was fitted on (0.37 ms), so a load term on top counts the wait twice.  "
-        "*OVS TCP* (-17 to -24 %, 4 patch bridges +19 %): the datapath thread's costs fitted at 361 Mbit/s "
-        "against 443 measured here; patch chains are flat in the model (seed 003), measured 437 and 305 Mbit/s "
-        "at 2 and 4 bridges (3 runs, CIs +-50 %).  *OVS veth chains* (-24 %, -49 %): `veth.cpu_per_packet` is "
-        "the default's 2 us, not fitted here, paid per 1448-byte frame with offloads off.  *Pings* beyond 10 % "
-        "(chains): the idle-stall probability is fitted on 1 bridge; their measured CIs span +-40-170 %.")
+        "**Write coalescing (measured on a bare veth pair, validation/write_size/measure_veth.sh, 25 Nov 04:50, "
+        "the machine loaded again, load 1.6-2.9).** skbs averaged 52-57 KB from 128 KiB writes and 22-28 KB from "
+        "16 KiB writes (busy 25 Nov: 55.0 and 25.2): larger than a write, so writes do coalesce.  `ss` showed "
+        "how: the socket was cwnd-limited (unacked = cwnd, 700-900 segments) with 0.3-2.9 MB written and not "
+        "sent; each ACK then releases what it freed as one skb (tcp_grow_skb / the unsent tail), so skb size "
+        "follows the bytes per ACK, not the write.  TCPAutoCorking stayed at 20-45 per run (a veth orphans the "
+        "skb at once, autocorking never holds a write) and TCPBacklogCoalesce counted thousands of ACKs "
+        "merged in the socket backlog: ACKs do arrive while the writer owns the socket.  The model now holds "
+        "them there (tcp/socket.py, `tcp_add_backlog` / `release_sock`); it changes the model's skb sizes by "
+        "nothing, because in the model the writer's core, not the window, limits these flows.  In the quiet "
+        "local-bytes runs the writer was CPU-bound (0.98 of a core), the regime the model has; the window-"
+        "limited regime above is what a loaded machine (the ACK path waiting for the other core) adds.")
     tb.notes.append(
-        "**The same campaign on the fit's evening** (local-offloads-25, speed index 0.77 before and 0.39 after, "
-        "the fit's 0.33): the Linux bridge moved 18.8 Gbit/s with offloads on (10.1 in the fit's runs) and "
-        "qperf's RR took 44-66 us (190 us on 24 Nov): the load sets the rate, as above.  Scaled by the speed "
-        "index (every CPU cost x 0.33 / 0.58), offloads off comes within 7 % and offloads on stays 38 % low "
-        "(the write-size effect above).  OVS TCP comes out 37-44 % high: its rate hardly moves with the load "
-        "(364, 443 and 442 Mbit/s on three evenings), so what limits the netdev thread is not its share of a "
-        "core, yet `ovs.latency` and its per-packet costs scale with the index.  Linux RR comes out 2-3x the "
-        "measured: the fitted call cost, mostly a loaded writer's wait for a core, is charged on each RR send() "
-        "as well and scaled only linearly, while an unloaded RR waits for nothing.")
+        "**Why rows miss (fit of 25 Nov 05:35, `app.send_per_call` 7.0 us, `gso.cpu_per_segment` at its 0.01 us "
+        "bound).** *Quiet local-offloads* was not quiet: its first repetition (04:11-04:13) ran while the helpers' "
+        "setup ran (ping runs' cpu_busy 1.00, load 3-6), and every configuration's first run is 2-5x slower "
+        "(Linux offloads off 1161 against 3559/3807 Mbit/s; OVS 258 against 1345/1112): the means and +-40-170 % "
+        "CIs are that mixture, so the speed index taken before and after (1.02/1.05) does not describe the runs.  "
+        "*Linux bridge, offloads on* (+11 % in-sample, +39 % quiet held-out, +35-64 % busy): the writer is "
+        "modelled CPU-bound, while under load Linux runs window-limited (the bare-veth measurement above); "
+        "*16 KiB rows* (+49 to +183 %): a 16 KiB write costs more than a 128 KiB one, not modelled.  *Offloads "
+        "off*: the software-GSO cost went to its bound: the base profile's per-frame costs (24 Nov, 3508 "
+        "Mbit/s) are already above what 25 Nov needs (4303): one more day-to-day difference at the same speed "
+        "index.  *RR and ping (Linux)*: the base profile's latencies come from 24 Nov (ping 70 us); 25 Nov's "
+        "quiet ping took 28-45 us at the same speed index -- latency that is not CPU work does not follow the "
+        "index.  *OVS pings* are -45 to -84 %: the netdev thread's wake-up on the busy runs (`ovs.idle_stall`) is "
+        "the base profile's quiet value.  *OVS veth chains* (-25 to -63 %): each chained bridge is a full "
+        "datapath pass per 1448-byte frame; the pass cost is the 1-bridge fit's, and the measured chains lose "
+        "less per bridge than that.")
     tb.notes.append(
         "**Mechanisms checked against the kernel.** veth GRO: drivers/net/veth.c (since 5.13) leaves GRO off by "
         "default and receives through `netif_rx` (the per-CPU backlog, `process_backlog`, no GRO); only "
