@@ -7,7 +7,9 @@ them.  pfifo_fast, SFQ, CoDel and FQ-CoDel are the leaf of an HTB class at the b
 HTB (its default pfifo leaf), HFSC (one class, sc = ul = rate) and TBF shape by themselves.
 
 Split: the profile ``calibration/uml_linux61.toml`` is fitted on the pfifo_fast rows only (their
-mean ping RTT under load; see :func:`fit_window`); the other six schedulers are held out.  Targets (issue
+throughput and mean ping RTT under load: UML's timer lateness and CPU speed, see :func:`fit_uml`);
+the other six schedulers are held out.  The flows' in-flight data come from the mechanism measured
+inside UML (TCP Small Queues across a veth that keeps skbs charged), not from a fitted window.  Targets (issue
 22): throughput within 3 %, mean RTT under load within 10 %, RTT distributions KS <= 0.1, and the
 ranking of the schedulers on each metric preserved (Spearman's rho and the pairs swapped).
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import units
 from ..fit.profile_writer import read_profile
 from .base import CALIBRATION, ROOT, Settings, TestbedResult, load_scenario_dict, variant
 from .compare import Comparison, ks_distance, mean_ci, ranking_agreement
@@ -72,58 +75,78 @@ def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp
                     "proto": "udp", **THIN_UDP, "t": f"{span - ping_at:.3f}s"})
     sc = variant(load_scenario_dict("local_netns.toml"), workloads=wls,
                  **{"bridge.br": {"kind": bridge, "chain": 1, "link": "patch", "datapath_type": "system"},
-                    "vm.ns2": {"qdisc": qdisc_spec(qdisc)}, "host.local": {"cores": 1}, "params": KERNEL_DP})
+                    "vm.ns1": {"veth_orphans": False},
+                    "vm.ns2": {"qdisc": qdisc_spec(qdisc), "veth_orphans": False}, "host.local": {"cores": 1}, "params": KERNEL_DP})
     label = (f"uml-{qdisc}" if bridge == "linux" else f"uml-{bridge}-{qdisc}") + (" +udp" if udp else "")
     sc["scenario"]["duration"] = f"{span:.3f}s"
     sc["scenario"]["name"] = label
     return Config(label, sc, {"qdisc": qdisc, "probes": n, "spacing": spacing, "start": start})
 
 
-def _set_window(cfg: Config, window: float) -> None:
-    for w in cfg.scenario["workload"]:
-        if w["name"] == "tcp":
-            w["w"] = int(window)
+def _scaled_costs(params: dict, factor: float) -> dict:
+    """Every CPU cost of ``params`` (:data:`ovssim.profile.CPU_COSTS`) times ``factor``, as profile entries."""
+    from ..profile import CPU_COSTS
+    out = {}
+    for key in sorted(CPU_COSTS & params.keys()):
+        v = params[key]
+        if isinstance(v, dict):
+            v = dict(v)
+            if "scale" in v:
+                v["scale"] = f"{units.time(v['scale']) * factor * 1e6:.6g}us"
+            elif "quantiles" in v:
+                v["quantiles"] = [f"{units.time(x) * factor * 1e6:.6g}us" for x in v["quantiles"]]
+            else:
+                raise ValueError(f"cannot scale {key}: {v}")
+        else:
+            v = f"{units.time(v) * factor * 1e6:.6g}us"
+        out[key] = v
+    return out
 
 
-def fit_window(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
-               upcall: tuple[dict, dict] | None = None) -> float:
-    """Fit the flows' effective socket window on the pfifo_fast rows; write the profile.
+def fit_uml(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
+            upcall: tuple[dict, dict] | None = None) -> dict:
+    """Fit UML's timer lateness and its CPU speed on the pfifo_fast rows only; write the profile.
 
-    Why a window: behind the 20 Mbit/s shaper no packet is dropped in 8 s, so the queue -- and the
-    ping's RTT -- is the data the four flows keep in flight, which grows with their cwnd while the
-    measured RTT rises 40 -> 120 ms.  ovssim's veth senders are bounded only by their buffers and
-    fill the 1000-packet pfifo (175 ms); the fitted window (iperf ``-w``) stands in.  One-dimensional bounded
-    search on log(window) (scipy.optimize.minimize_scalar), common random numbers.
+    Nothing stands in for the flows' window: their in-flight data are bounded by the mechanism that
+    ``ss -tinm`` found inside UML (data/uml/2026-11-25/uml-window): Linux 6.1's veth keeps a sent skb
+    charged to its socket (``veth_orphans = false``) through the bridge port's queue, each segment for
+    its own truesize after software GSO (path/gso.py), and ``tcp_small_queue_check`` holds the sender
+    at 2 x the truesize of its next skb (cut to the window's quota, tcp/sender.py) -- so a flow keeps
+    about half of its cwnd queued, and the queue grows with CUBIC's cwnd.
 
-    What really bounds it (ss -tinm inside UML, data/uml/2026-11-25/uml-window): TCP Small Queues.
-    Linux 6.1's veth keeps a sent skb's socket (``skb_scrub_packet`` no longer orphans), so the
-    segments waiting in the bridge port's qdisc stay charged to the sender (``skmem`` t = 18-45
-    segments x 2728 B per flow = unacked) until the receiver's ``ip_rcv_core``; the model has the
-    switch (``veth_orphans = false``) but its TSQ sender does not yet reproduce the flows' skb sizes
-    (see the report's notes), so the stand-in stays.
-
-    ``upcall``: the kernel datapath's slow-path parameters and their fit (:func:`fit_upcall`),
-    written into the same profile.
+    Two parameters, two targets (the pfifo_fast runs' mean throughput and mean ping RTT under load):
+    ``qdisc.watchdog_latency`` -- how late the qdisc watchdog's hrtimer fires (UML's timers are host
+    signals to a ptraced process; HTB's one-frame bucket waits for it on every frame, so it sets the
+    throughput) -- and one factor on every CPU cost of the base profile (UML's one virtual CPU runs the
+    kernel path, iperf3 and ping; ``sched`` of the senders and their ACKs on it shapes the queue).
+    Nelder-Mead on (log factor, latency), common random numbers.  The other schedulers are held out.
     """
-    from scipy.optimize import minimize_scalar
+    from scipy.optimize import minimize
     from ..fit.profile_writer import build_profile, write_profile
-    y = float(np.mean(meas["rtt_run"]))
-    sigma = float(np.std(meas["rtt_run"], ddof=1) / math.sqrt(meas["rtt_run"].size))
+    from ..profile import Profile
+    base = Profile.load(str(CALIBRATION / f"{BASE_PROFILE}.toml"))
+    y_thr, y_rtt = float(np.mean(meas["thr"])), float(np.mean(meas["rtt_run"]))
+    s_thr = float(np.std(meas["thr"], ddof=1) / math.sqrt(meas["thr"].size))
+    s_rtt = float(np.std(meas["rtt_run"], ddof=1) / math.sqrt(meas["rtt_run"].size))
     trace = []
 
-    def loss(logw: float) -> float:
-        _set_window(cfg, math.exp(logw))
-        sim = runner.run([cfg], str(CALIBRATION / f"{BASE_PROFILE}.toml"), reps=1, seed=4242,
-                         sample_keys=set())[cfg.label]
-        s = float(np.mean(sim.values("ping", "rtt_mean")))
-        trace.append((math.exp(logw), s))
-        return ((s - y) / sigma) ** 2
+    def loss(x):
+        factor, late = math.exp(x[0]), min(max(x[1], 0.0), 5.0)
+        res = runner.run([cfg], base.scaled(1.0 / factor),
+                         overrides={"qdisc.watchdog_latency": f"{late * 1e3:.3f}us"},
+                         reps=1, seed=4242, sample_keys=set())[cfg.label]
+        thr, rtt = float(np.mean(res.values("tcp", "throughput"))), float(np.mean(res.values("ping", "rtt_mean")))
+        val = ((thr - y_thr) / s_thr) ** 2 + ((rtt - y_rtt) / s_rtt) ** 2
+        trace.append((val, factor, late, thr, rtt))
+        return val
 
-    res = minimize_scalar(loss, bounds=(math.log(8e3), math.log(1e6)), method="bounded",
-                          options={"maxiter": 14, "xatol": 0.02})
-    window = math.exp(res.x)
-    best = min(trace, key=lambda t: abs(t[0] - window))
+    best = minimize(loss, [math.log(4.0), 0.7], method="Nelder-Mead",
+                    options={"xatol": 0.02, "fatol": 0.05, "maxfev": 40, "initial_simplex":
+                             [[math.log(4.0), 0.7], [math.log(12.0), 0.7], [math.log(4.0), 0.2]]})
+    val, factor, late, thr, rtt = min(trace)
     params = dict(read_profile(CALIBRATION / f"{BASE_PROFILE}.toml")["params"])
+    params.update(_scaled_costs(base.params, factor))
+    params["qdisc.watchdog_latency"] = f"{late * 1e3:.1f}us"
     # the userspace netdev datapath's polling latency: the kernel datapath has none (softirq to completion)
     params["ovs.latency"] = "0us"      # (the base profile's 131 us would apply otherwise)
     upcall_params, upcall_fit = upcall or ({}, None)
@@ -131,25 +154,26 @@ def fit_window(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
     doc = build_profile(
         name=PROFILE, params=params,
         data_files=[data / "results.csv.gz"] + ([DATAPATH / "results.json"] if upcall else []),
-        method="one-dimensional bounded fit (scipy.optimize.minimize_scalar on log window) of the iperf "
-               "flows' socket window to the mean ping RTT under load of the pfifo_fast runs only "
-               "(HTB 20 Mbit/s + pfifo_fast leaf, 4 CUBIC flows); other schedulers held out. Kernel "
-               "datapath slow path (ovs.upcall, ovs.upcall_wakeup): Cramer-von Mises fit (Nelder-Mead) "
-               "of two upcalls' cost to first - second ping RTT after a flow flush, NORMAL-rule rows only; "
-               "the 2,000-rule rows held out",
-        description="Linux 6.1 under user-mode Linux (one virtual CPU): the per-packet costs copied from "
-                    "local_netns_host (not refitted; ovs.latency 0: the kernel datapath has no "
-                    "polling latency), the effective TCP window that stands in for TCP Small Queues "
-                    "across the veth, fitted, and the kernel datapath's upcall cost and handler wake-up, fitted",
-        fit={"objective": float(res.fun), "evaluations": int(res.nfev), "success": bool(res.success),
-             "targets": [{"target": "uml-pfifo_fast/ping:rtt_mean", "simulated": best[1], "measured": y,
-                          "sigma": sigma}],
-             # a workload setting, not a model parameter: iperf -w for the campaign's TCP flows (both ends)
-             "iperf_window_bytes": int(window),
+        method="Nelder-Mead on (log CPU factor, qdisc.watchdog_latency) of the pfifo_fast runs' mean "
+               "throughput and mean ping RTT under load (HTB 20 Mbit/s + pfifo_fast leaf, 4 CUBIC flows, "
+               "veth_orphans = false: TCP Small Queues across the veth), common random numbers; other "
+               "schedulers held out. Kernel datapath slow path (ovs.upcall, ovs.upcall_wakeup): Cramer-von "
+               "Mises fit (Nelder-Mead) of two upcalls' cost to first - second ping RTT after a flow flush, "
+               "NORMAL-rule rows only; the 2,000-rule rows held out",
+        description="Linux 6.1 under user-mode Linux (one virtual CPU): local_netns_host's CPU costs times "
+                    "one fitted factor (UML's slower CPU), the qdisc watchdog's timer lateness, fitted "
+                    "(ovs.latency 0: the kernel datapath has no polling latency), and the kernel datapath's "
+                    "upcall cost and handler wake-up, fitted",
+        fit={"objective": float(val), "evaluations": len(trace), "success": bool(best.success),
+             "cpu_factor": round(factor, 4),
+             "targets": [{"target": "uml-pfifo_fast/tcp:throughput", "simulated": thr, "measured": y_thr,
+                          "sigma": s_thr},
+                         {"target": "uml-pfifo_fast/ping:rtt_mean", "simulated": rtt, "measured": y_rtt,
+                          "sigma": s_rtt}],
              **({"upcall": upcall_fit} if upcall_fit else {})})
     doc["profile"]["base"] = BASE_PROFILE
     write_profile(path, doc)
-    return window
+    return doc["fit"]
 
 
 UML_TICK = 0.010       # CONFIG_HZ=100 in Debian's user-mode-linux config (/usr/share/doc/user-mode-linux/config.gz)
@@ -219,8 +243,9 @@ def _load(tb: TestbedResult, data: Path, campaign: str):
 def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
     tb = TestbedResult("uml_schedulers", "Issue 22: the schedulers under congestion on a real Linux 6.1 "
                        "kernel (user-mode Linux)", profile=f"calibration/{PROFILE}.toml", section="qdiscs")
-    tb.split = ("Fitted on the pfifo_fast rows only (`calibration/uml_linux61.toml`: the flows' effective "
-                "window, to their mean ping RTT under load); HTB, HFSC, SFQ, CoDel, FQ-CoDel and TBF are held out.")
+    tb.split = ("Fitted on the pfifo_fast rows only (`calibration/uml_linux61.toml`: the qdisc watchdog's "
+                "timer lateness and one factor on the CPU costs, to their throughput and mean ping RTT under "
+                "load); HTB, HFSC, SFQ, CoDel, FQ-CoDel and TBF are held out.")
     loaded = _load(tb, data, "uml-schedulers")
     if loaded is None:
         return [tb]
@@ -237,30 +262,30 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
         if (DATAPATH / "results.json").is_file():
             import json
             upcall = fit_upcall(json.loads((DATAPATH / "results.json").read_text()))
-        fit_window(runner, cfgs["pfifo_fast"], meas["pfifo_fast"], path, data, upcall)
-    window = read_profile(path)["fit"]["iperf_window_bytes"]
-    tb.fit = {"params": {"effective TCP window per flow (iperf -w)": f"{window / 1024:.1f} KiB"}}
-    for c in cfgs.values():
-        _set_window(c, window)
+        fit_uml(runner, cfgs["pfifo_fast"], meas["pfifo_fast"], path, data, upcall)
+    prof = read_profile(path)
+    fit = prof["fit"]
+    tb.fit = {"params": {"CPU costs x (UML's slower CPU)": f"{fit.get('cpu_factor', float('nan')):.2f}",
+                         "qdisc.watchdog_latency": prof["params"].get("qdisc.watchdog_latency", "0us")}}
     profile_ref = str(path)
     sims = runner.run(list(cfgs.values()), profile_ref, reps=settings.reps, seed=2031,
                       sample_keys={"ping:rtt"})
     summary = _compare(tb, cfgs, meas, sims, FITTED)
     tb.notes += ranking_notes(summary)
-    tb.notes += miss_notes(df, rtts, summary, window)
-    return ([tb] + thin_flow(runner, settings, window, names)
-            + kernel_datapath_schedulers(runner, settings, window, names) + datapath(runner, settings))
+    tb.notes += miss_notes(df, rtts, summary)
+    return ([tb] + thin_flow(runner, settings, names)
+            + kernel_datapath_schedulers(runner, settings, names) + datapath(runner, settings))
 
 
-def thin_flow(runner: Runner, settings: Settings, window: float, names: list[str],
+def thin_flow(runner: Runner, settings: Settings, names: list[str],
               data: Path = DATA_THIN) -> list[TestbedResult]:
     """The schedulers with a thin UDP flow beside the four CUBIC flows and the ping (re-collected on
     2026-11-25): per-flow fairness (Jain's index over the iperf3 streams), the thin flow's loss and
-    one-way delay, throughput and RTT under load.  Every row is held out (the window was fitted
+    one-way delay, throughput and RTT under load.  Every row is held out (the profile was fitted
     on the 2026-11-24 pfifo_fast runs)."""
     tb = TestbedResult("uml_thin_flow", "Issue 22: the schedulers with a thin UDP flow beside the CUBIC "
                        "flows (user-mode Linux 6.1)", profile=f"calibration/{PROFILE}.toml", section="qdiscs")
-    tb.split = ("Nothing fitted on these rows (the window comes from the 2026-11-24 pfifo_fast runs): "
+    tb.split = ("Nothing fitted on these rows (the profile comes from the 2026-11-24 pfifo_fast runs): "
                 "every row is held out.")
     loaded = _load(tb, data, "uml-schedulers")
     if loaded is None:
@@ -269,8 +294,6 @@ def thin_flow(runner: Runner, settings: Settings, window: float, names: list[str
     qs = [q for q in names if (df["qdisc"] == q).any()]
     cfgs = {q: _config(q, *probe_timing(df, "linux", q)[:2], udp=True) for q in qs}
     meas = {q: _measured(df, rtts, c) for q, c in cfgs.items()}
-    for c in cfgs.values():
-        _set_window(c, window)
     sims = runner.run(list(cfgs.values()), str(settings.calibration_dir / f"{PROFILE}.toml"),
                       reps=settings.reps, seed=2034, sample_keys={"ping:rtt"})
     summary = _compare(tb, cfgs, meas, sims, ())
@@ -294,8 +317,8 @@ def thin_flow(runner: Runner, settings: Settings, window: float, names: list[str
     tb.notes.append(
         "**The thin flow's one-way delay** is the mean over its whole run (1-8 s into the load, iperf2's server "
         "report) while the ping rows compare the first probes (~1-5 s): behind the FIFO-like schedulers the "
-        "measured queue keeps growing with the flows' cwnd (TCP Small Queues across the veth, see above), so "
-        "its delay is above the ping's mean; the model's constant window keeps both at one level. Under "
+        "queue keeps growing with the flows' cwnd (TCP Small Queues across the veth, see above), so "
+        "its delay is above the ping's mean, measured and simulated. Under "
         "CoDel the thin flow shares the CUBIC flows' drops (loss within its CI); under TBF the model drops it "
         "as often as the TCP segments at the 50 ms bound where UML's flows stay below the bound.")
     load = df[df["metric"] == "loadavg_1min"]["value"]
@@ -305,19 +328,19 @@ def thin_flow(runner: Runner, settings: Settings, window: float, names: list[str
         f"jobs; the instance's own 0.3-{load.max():.1f}): the UML instance delivered "
         + ", ".join(f"{q} {100 * v:.0f} %" for q, v in thr.items())
         + " of the 20 Mbit/s, less than the 2026-11-24 campaign (86-95 %) in every HTB-class configuration: "
-          "its one virtual CPU is a host process competing for 2 cores. The model, with the same fitted "
-          "window and no notion of that host load, delivers ~95 %.")
+          "its one virtual CPU is a host process competing for 2 cores. The model, with the timer lateness "
+          "fitted on the 2026-11-24 runs and no notion of that host load, delivers more.")
     return [tb]
 
 
-def kernel_datapath_schedulers(runner: Runner, settings: Settings, window: float, names: list[str],
+def kernel_datapath_schedulers(runner: Runner, settings: Settings, names: list[str],
                                data: Path = DATA_OVS) -> list[TestbedResult]:
     """The same schedulers through the OVS kernel datapath (data/campaigns/uml-schedulers-ovs.toml):
-    every row held out, pfifo_fast included (the window was fitted on the Linux bridge's runs)."""
+    every row held out, pfifo_fast included (the profile was fitted on the Linux bridge's runs)."""
     tb = TestbedResult("uml_schedulers_ovs", "Issue 22: the schedulers under congestion through the OVS "
                        "kernel datapath (user-mode Linux 6.1)", profile=f"calibration/{PROFILE}.toml",
                        section="qdiscs")
-    tb.split = ("Nothing fitted on these rows: the window comes from the Linux bridge's pfifo_fast runs; "
+    tb.split = ("Nothing fitted on these rows: the profile comes from the Linux bridge's pfifo_fast runs; "
                 "every row, pfifo_fast included, is held out.")
     loaded = _load(tb, data, "uml-schedulers-ovs")
     if loaded is None:
@@ -326,8 +349,6 @@ def kernel_datapath_schedulers(runner: Runner, settings: Settings, window: float
     qs = [q for q in names if (df["qdisc"] == q).any()]
     cfgs = {q: _config(q, *probe_timing(df, "ovs", q)[:2], bridge="ovs") for q in qs}
     meas = {q: _measured(df, rtts, c) for q, c in cfgs.items()}
-    for c in cfgs.values():
-        _set_window(c, window)
     sims = runner.run(list(cfgs.values()), str(settings.calibration_dir / f"{PROFILE}.toml"),
                       reps=settings.reps, seed=2033, sample_keys={"ping:rtt"})
     tb.notes += ranking_notes(_compare(tb, cfgs, meas, sims, ()))
@@ -338,12 +359,9 @@ def kernel_datapath_schedulers(runner: Runner, settings: Settings, window: float
         + ", ".join(f"{q} {100 * thr[q]:.0f} %" for q in thr.index if q not in ("hfsc", "tbf"))
         + f" of the 20 Mbit/s (HFSC {100 * thr.get('hfsc', float('nan')):.0f} %, TBF "
         f"{100 * thr.get('tbf', float('nan')):.0f} %): the UML-HTB shortfall of the Linux-bridge section, made "
-        "worse by the load. The FIFO-like schedulers' mean RTT under load is lower here than through the Linux "
-        "bridge while the model, with the same window and no AF_PACKET buffers on the kernel datapath "
-        "(`ovs.tx_sndbuf` = `ovs.rx_rcvbuf` = 0: those are the netdev datapath's), predicts the same ~79 ms "
-        "for both: the effective window of the loaded instance's flows was smaller, which one window fitted "
-        "on another campaign cannot follow. The RTT ranking keeps the schedulers' classes (FIFO-like >> TBF > "
-        "CoDel > SFQ > FQ-CoDel); only the FIFO-like trio, within their CIs of each other, is reordered.")
+        "worse by the load, which the profile (fitted on the 2026-11-24 Linux-bridge runs) does not know. The "
+        "kernel datapath has no AF_PACKET buffers (`ovs.tx_sndbuf` = `ovs.rx_rcvbuf` = 0: those are the "
+        "netdev datapath's), so the model's FIFO-like RTTs are the Linux bridge's.")
     return [tb]
 
 
@@ -504,7 +522,7 @@ def _upcall_mean(settings: Settings) -> float | None:
     return float(Profile.load(str(path)).dist("ovs.upcall").mean())
 
 
-def miss_notes(df: pd.DataFrame, rtts: pd.DataFrame, summary: dict, window: float) -> list[str]:
+def miss_notes(df: pd.DataFrame, rtts: pd.DataFrame, summary: dict) -> list[str]:
     """Why rows miss: the measured facts behind each gap."""
     notes = []
     rate = 20e6
@@ -518,12 +536,10 @@ def miss_notes(df: pd.DataFrame, rtts: pd.DataFrame, summary: dict, window: floa
                      "+ 1600 B), so every frame waits for the qdisc watchdog and a timer that fires late (UML's "
                      "hrtimers are host signals to a ptraced process) costs its lateness beyond one frame time; "
                      "TBF's 10-frame bucket absorbs it, HFSC's upper-limit curve catches up. The model has "
-                     "the mechanism (`qdisc.watchdog_latency`, 0 here): fitted on the pfifo_fast rows' "
-                     "throughput (about 0.7 ms) it brings four of the six held-out throughputs within 3 %, but "
-                     "then a ping that arrives during a late watchdog leaves at once, and the sub-ms RTTs "
-                     "of SFQ and FQ-CoDel fall far below UML's, whose pings wait for its one slow virtual CPU "
-                     "(per-packet costs the profile does not have): the two belong together, so this profile "
-                     "keeps neither. Values 1-3 % apart (within their CIs) can swap in the throughput ranking.")
+                     "the mechanism (`qdisc.watchdog_latency`), fitted on the pfifo_fast rows' throughput "
+                     "together with UML's CPU speed (one factor on the profile's CPU costs: a ping that "
+                     "arrives during a late watchdog waits for the one slow virtual CPU instead of leaving "
+                     "at once). Values 1-3 % apart (within their CIs) can swap in the throughput ranking.")
     pf = rtts[rtts["qdisc"] == "pfifo_fast"].sort_values(["run_id", "index"])
     if len(pf):
         first = pf[pf["index"] < 50]["value"].mean() * 1e3
@@ -537,26 +553,17 @@ def miss_notes(df: pd.DataFrame, rtts: pd.DataFrame, summary: dict, window: floa
                      "2728 B per flow) and `tcp_small_queue_check` holds each flow to about two skbs there, "
                      "skbs cut to the cwnd quota -- which CUBIC grows (HyStart exit at 21-23, cwnd 29 -> 115 "
                      "in 7 s). Not the receive window (snd_wnd 156-368 kB, never reached) nor the send "
-                     "buffer. ovssim's veth senders (`veth_orphans` = true, this host's 6.18) fill the "
-                     "1000-packet pfifo (175 ms); with `veth_orphans = false` its TSQ holds the flows far lower "
-                     "(mean RTT 19 ms, Jain 0.49: its floor is one frame's truesize and its single-skb "
-                     "exemption counts segments, where the kernel uses the next skb's truesize and counts "
-                     "skbs); with both corrected (tried, not committed) 40 ms, but 3 of the 4 flows stay at "
-                     "2-segment skbs and cwnd 22 while the fourth grows: the skb-size dynamics of TSQ with "
-                     "tcp_tso_should_defer are issue 15's to finish. Until then the fitted effective window, {window / 1024:.1f} KiB per "
-                     "flow, gets the mean right for the FIFO-like schedulers (HTB, HFSC within 4 %) but not "
-                     "the shape: a constant window gives a narrow RTT distribution where the measured one "
-                     "spreads with the growth -- hence KS 0.5 on pfifo_fast, HTB, HFSC and TBF.")
+                     "buffer. The model has the mechanism (`veth_orphans = false`: the charge ends at the "
+                     "receiver's ip_rcv_core; software GSO re-charges each segment for its own truesize; "
+                     "TSQ's limit is 2 x the truesize of the next skb cut to the window's quota) and no "
+                     "fitted window.")
     for q, why in (("tbf", "TBF's queue is bounded by `latency 50ms` (limit = rate x latency + burst): the "
-                           "model's RTT sits at that bound, the measured flows stay below it (104 drops per run "
-                           "in UML keep their windows smaller than the fitted one)"),
-                   ("codel", "CoDel's standing queue follows the flows' window response to its drops; with a "
-                             "fixed window the model keeps more in flight"),
+                           "model's RTT sits at that bound, the measured flows stay below it"),
+                   ("codel", "CoDel's standing queue follows the flows' window response to its drops"),
                    ("fq_codel", "under FQ-CoDel the ping has its own queue and its RTT is the path's own cost "
                                 "plus, behind HTB, the wait for the next frame's tokens: in UML every system call and "
                                 "interrupt of sender, bridge and receiver share one ptrace-driven virtual CPU, "
-                                "and the profile's per-packet costs are this machine's (not refitted for UML: "
-                                "the pfifo_fast rows, whose RTT is the queue, cannot identify them)")):
+                                "whose speed the profile takes from the pfifo_fast rows alone")):
         r = summary.get(q, {}).get("rtt")
         if r and abs(r[1] / r[0] - 1) > 0.10:
             notes.append(f"**{q} mean RTT {100 * (r[1] / r[0] - 1):+.0f} %** ({r[0]:.2f} ms measured, {r[1]:.2f} ms "
