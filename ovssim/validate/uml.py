@@ -33,6 +33,10 @@ DATAPATH = ROOT / "data" / "uml" / "2026-11-24" / "uml-datapath"
 DATA_OVS = ROOT / "data" / "uml" / "2026-11-24" / "uml-schedulers-ovs"
 # the same campaign re-collected with the thin UDP flow beside the CUBIC flows and the ping (issue 22)
 DATA_THIN = ROOT / "data" / "uml" / "2026-11-25" / "uml-schedulers"
+# the kernel datapath campaign of 2026-11-25 (its ping_first runs: first packet after a flush, held out)
+DATA_OVS_KERNEL = ROOT / "data" / "uml" / "2026-11-25" / "uml-ovs-kernel"
+# the upcall queue's depth, measured with the handlers stopped (ovssim/collect/uml/datapath.py --queue)
+QUEUE = ROOT / "data" / "uml" / "2026-11-25" / "uml-datapath" / "queue.json"
 THIN_UDP = {"b": "1mbit", "l": 1470}      # data/campaigns/uml-schedulers.toml workload "udp" (iperf2)
 PROFILE = "uml_linux61"
 BASE_PROFILE = "local_netns_host"
@@ -151,15 +155,20 @@ def fit_uml(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
     params["ovs.latency"] = "0us"      # (the base profile's 131 us would apply otherwise)
     upcall_params, upcall_fit = upcall or ({}, None)
     params.update(upcall_params)
+    depth = upcall_queue_depth()
+    if depth:           # measured, not fitted: what the handler's netlink socket held
+        params["ovs.upcall_queue"] = depth
     doc = build_profile(
         name=PROFILE, params=params,
-        data_files=[data / "results.csv.gz"] + ([DATAPATH / "results.json"] if upcall else []),
+        data_files=[data / "results.csv.gz"] + ([DATAPATH / "results.json"] if upcall else [])
+        + ([QUEUE] if depth else []),
         method="Nelder-Mead on (log CPU factor, qdisc.watchdog_latency) of the pfifo_fast runs' mean "
                "throughput and mean ping RTT under load (HTB 20 Mbit/s + pfifo_fast leaf, 4 CUBIC flows, "
                "veth_orphans = false: TCP Small Queues across the veth), common random numbers; other "
                "schedulers held out. Kernel datapath slow path (ovs.upcall, ovs.upcall_wakeup): Cramer-von "
                "Mises fit (Nelder-Mead) of two upcalls' cost to first - second ping RTT after a flow flush, "
-               "NORMAL-rule rows only; the 2,000-rule rows held out",
+               "NORMAL-rule rows only; the 2,000-rule rows held out. ovs.upcall_queue: measured (the upcalls "
+               "queued on the handler's netlink socket with ovs-vswitchd stopped, queue.json), not fitted",
         description="Linux 6.1 under user-mode Linux (one virtual CPU): local_netns_host's CPU costs times "
                     "one fitted factor (UML's slower CPU), the qdisc watchdog's timer lateness, fitted "
                     "(ovs.latency 0: the kernel datapath has no polling latency), and the kernel datapath's "
@@ -174,6 +183,49 @@ def fit_uml(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
     doc["profile"]["base"] = BASE_PROFILE
     write_profile(path, doc)
     return doc["fit"]
+
+
+def upcall_queue_depth(path: Path = QUEUE) -> int | None:
+    """Upcalls the handler's netlink socket held before the kernel lost one (ovs_dp_upcall ->
+    queue_userspace_packet -> netlink_attachskb: dropped once sk_rmem_alloc exceeds sk_rcvbuf, which
+    OVS sets with SO_RCVBUFFORCE 1 MiB and the kernel doubles), measured with ovs-vswitchd stopped;
+    None without the measurement or when nothing was lost (then it is only a lower bound)."""
+    import json
+    if not path.is_file():
+        return None
+    q = json.loads(path.read_text())
+    return int(q["queued"]) if q.get("lost") and q.get("queued") else None
+
+
+def simulate_burst(profile, flows: int, seconds: float, seed: int = 2035) -> dict:
+    """``flows`` new UDP flows spread evenly over ``seconds`` into the kernel datapath
+    (:class:`~ovssim.path.datapath.OvsDatapath` alone, the profile's slow path and upcall queue):
+    upcalls, lost, and when the last one was handled."""
+    import simpy
+    from ..packet import FlowKey, Packet, udp_frame_size
+    from ..path.base import Sink
+    from ..path.cpu import CpuPool
+    from ..path.datapath import OvsDatapath
+    from ..runner import rng_factory
+    env = simpy.Environment()
+    rng = rng_factory(seed, 0)
+    dp = OvsDatapath(env, "br0", CpuPool(env, 1, "uml"), stats=profile.sampler("ovs.stats", rng("s")),
+                     lookup=profile.sampler("ovs.lookup", rng("l")), actions=profile.sampler("ovs.actions", rng("a")),
+                     upcall=profile.sampler("ovs.upcall", rng("u")),
+                     upcall_wakeup=profile.sampler("ovs.upcall_wakeup", rng("w")),
+                     handlers=profile.int("ovs.handlers"), upcall_queue=profile.int("ovs.upcall_queue"))
+    src = dp.add_port("vif1", Sink(env))
+    out = Sink(env, keep=True)
+    dp.add_port("vif2", out)
+    dp.fdb[(None, "vm2")] = (dp.ports[1], 0.0)          # MAC learnt (the probe pinged first)
+    for i in range(flows):
+        t = i * seconds / flows
+        if t > env.now:
+            env.run(until=t)
+        src.put(Packet(FlowKey("vm1", "vm2", 40000, 10000 + i, "udp"), udp_frame_size(18), t, 18, 0))
+    env.run()
+    return {"upcalls": dp.missed, "lost": dp.lost, "delivered": len(out.arrival_times),
+            "done_s": max(out.arrival_times, default=0.0)}
 
 
 UML_TICK = 0.010       # CONFIG_HZ=100 in Debian's user-mode-linux config (/usr/share/doc/user-mode-linux/config.gz)
@@ -441,6 +493,18 @@ def datapath(runner: Runner, settings: Settings, data: Path = DATAPATH) -> list[
                                           float("nan"), float("nan"), float("nan"), d, float("nan"),
                                           float("nan"), split, "ks", band="-",
                                           note=f"{meas.size} measured / {simv.size} simulated"))
+    tb.rows += _first_packet_held_out(pairs)
+    from ..profile import Profile
+    prof_obj = Profile.load(str(settings.calibration_dir / f"{PROFILE}.toml"))
+    for label, b in res.get("bursts", {}).items():
+        if label == "idle":
+            continue            # the same unpaced burst again, with max-idle set
+        simb = simulate_burst(prof_obj, b["upcalls"], b["send_seconds"])
+        tb.rows.append(Comparison(tb.name, f"{b['upcalls']} new flows, {label} ({b['offered_pps']:,.0f}/s)",
+                                  "upcalls lost", "upcalls", float(b["upcalls_lost"]), float("nan"), float("nan"),
+                                  float(simb["lost"]), float("nan"), float("nan"), "held-out", "",
+                                  note=f"ovs.upcall_queue = {prof_obj.int('ovs.upcall_queue')}; simulated: "
+                                       f"all handled {simb['done_s'] * 1e3:.0f} ms after the first"))
     if res.get("first_packet"):
         med = {k: (np.median(d["first_ms"]), np.max(d["first_ms"])) for k, d in res["first_packet"].items()}
         prof = read_profile(settings.calibration_dir / f"{PROFILE}.toml")
@@ -490,18 +554,21 @@ def datapath(runner: Runner, settings: Settings, data: Path = DATAPATH) -> list[
                         + ". The model's slow path: one handler thread (`ovs.handlers` = 1) taking the fitted "
                           "`ovs.upcall` per miss (about 1 / mean = "
                           + (f"{1 / _upcall_mean(settings):,.0f}" if _upcall_mean(settings) else "?")
-                          + " setups/s: consistent with the measured lower bound) and a 1,000-upcall queue.")
-        b, mean = bursts.get("unpaced"), _upcall_mean(settings)
-        if b and mean:
-            backlog = b["upcalls"] - b["send_seconds"] / mean      # arrived minus served while they arrive
-            if backlog > 1000:
-                tb.notes.append(
-                    f"**The upcall queue is deeper than the model's**: the unpaced burst offered {b['upcalls']} "
-                    f"upcalls in {b['send_seconds'] * 1e3:.0f} ms and UML lost {b['upcalls_lost']}; at one "
-                    f"upcall per {mean * 1e6:.0f} us about {backlog:.0f} wait at the end of it, so the handler's "
-                    "queue (its netlink socket's receive buffer) holds at least that many, where "
-                    "`ovs.upcall_queue` = 1000 would lose the rest. Not refitted: one burst gives only "
-                    "this lower bound.")
+                          + " setups/s: consistent with the measured lower bound) and a "
+                          + f"{prof_obj.int('ovs.upcall_queue'):,}-upcall queue.")
+        depth = upcall_queue_depth()
+        q = prof_obj.int("ovs.upcall_queue")
+        tb.notes.append(
+            "**The upcall queue** is the handler's netlink socket: `queue_userspace_packet` "
+            "(net/openvswitch/datapath.c) unicasts each upcall to it and `netlink_attachskb` drops (counted "
+            "as `lost`) once its receive memory exceeds `sk_rcvbuf`, which OVS sets with SO_RCVBUFFORCE 1 MiB "
+            "(lib/netlink-socket.c) and the kernel doubles to 2 MiB -- a depth in bytes of skb truesize, not "
+            "a count. " + (f"Measured inside UML with ovs-vswitchd stopped ({QUEUE.parent.name}/queue.json): "
+                           f"{depth} upcalls queued before the first was lost; `ovs.upcall_queue` = {q} in the "
+                           "profile (it was 1,000, which lost ~770 of the unpaced burst's 2,002 upcalls where "
+                           "UML lost none)." if depth else
+                           f"Not measured yet (`sudo .venv/bin/python -m ovssim.collect.uml.datapath "
+                           f"data/uml/DATE/uml-datapath --queue`); the profile keeps `ovs.upcall_queue` = {q}."))
     poll = res.get("idle_poll", [])
     if poll:
         t0, f0 = poll[0]
@@ -511,6 +578,28 @@ def datapath(runner: Runner, settings: Settings, data: Path = DATAPATH) -> list[
                                                "first poll" if gone else "still present at the last poll")
                         + " (the model removes a flow exactly `ovs.max_idle` after its last use: no revalidator period).")
     return [tb]
+
+
+def _first_packet_held_out(pairs: np.ndarray, data: Path = DATA_OVS_KERNEL) -> list[Comparison]:
+    """The 2026-11-25 kernel-datapath campaign's ping_first runs (flows flushed before each run, then
+    50 pings every 20 ms): its first RTT (two upcalls) and the rest's (flow cache hits), held out."""
+    from ..collect.store import load_samples
+    if not (data / "runs.jsonl").is_file():
+        return []
+    r = load_samples(data, "rtt")
+    r = r[(r["workload"] == "ping_first") & (r["status"] == "ok")].sort_values(["run_id", "index"])
+    if r.empty:
+        return []
+    first = r.groupby("run_id")["value"].first().to_numpy(float) * 1e3
+    rest = r[r["index"] > 0]["value"].to_numpy(float) * 1e3
+    rows = []
+    for metric, meas, simv in (("first-packet RTT", first, pairs[:, 0]), ("flow-cache hit RTT", rest, pairs[:, 1])):
+        y, lo, hi = mean_ci(meas)
+        sm, slo, shi = mean_ci(simv)
+        rows.append(Comparison("uml_datapath", "ping_first (uml-ovs-kernel, 2026-11-25)", metric, "ms", y, lo, hi,
+                               sm, slo, shi, "held-out", "rtt",
+                               note=f"{first.size} runs ({meas.size} RTTs) / {simv.size} simulated"))
+    return rows
 
 
 def _upcall_mean(settings: Settings) -> float | None:
