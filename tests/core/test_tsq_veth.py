@@ -1,8 +1,8 @@
 """TCP Small Queues when a veth keeps the sent skb charged (Linux 6.1, ``veth_orphans = false``).
 
-Measured inside UML's 6.1 (data/uml/2026-11-25/uml-window, 21 ``ss -tinm`` samples of four CUBIC
-senders behind a 20 Mbit/s HTB on the bridge port): unacked was 0.41-0.87 of cwnd while data waited
-unsent, and skmem t = unacked x 2728 -- every queued segment charged, ``tcp_small_queue_check``
+Measured inside UML's 6.1 (data/uml/2026-11-25/uml-window, 22 ``ss -tinm`` samples of four CUBIC
+senders behind a 20 Mbit/s HTB on the bridge port): unacked was 0.40-0.87 of cwnd (mean 0.59) while
+data waited unsent, and skmem t = unacked x 2728 -- every queued segment charged, ``tcp_small_queue_check``
 (limit 2 x the truesize of the next skb, cut to the window's quota) holding the rest back."""
 import simpy
 
@@ -44,6 +44,6 @@ def test_senders_behind_a_shaped_bridge_port_are_held_by_tsq_not_by_cwnd():
     assert len(senders) == 4 and len(ratios) > 100
     mean = sum(ratios) / len(ratios)
     print(f"in flight / cwnd {mean:.2f}, bytes charged per segment in flight {charged[len(charged) // 2]:.0f}")
-    assert 0.41 <= mean <= 0.87, mean              # within the measured samples (cwnd-limited: 1.0)
+    assert 0.40 <= mean <= 0.87, mean              # within the measured samples (cwnd-limited: 1.0)
     charged.sort()
     assert charged[len(charged) // 2] > 1.3 * 1448    # each queued segment charged its own truesize (832 + 1448)
