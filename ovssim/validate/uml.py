@@ -123,7 +123,8 @@ def fit_uml(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
     signals to a ptraced process; HTB's one-frame bucket waits for it on every frame, so it sets the
     throughput) -- and one factor on every CPU cost of the base profile (UML's one virtual CPU runs the
     kernel path, iperf3 and ping; ``sched`` of the senders and their ACKs on it shapes the queue).
-    Nelder-Mead on (log factor, latency), common random numbers.  The other schedulers are held out.
+    Nelder-Mead on (log factor, latency), :data:`FIT_REPS` replications with common random numbers.
+    The other schedulers are held out.
     """
     from scipy.optimize import minimize
     from ..fit.profile_writer import build_profile, write_profile
@@ -135,10 +136,11 @@ def fit_uml(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
     trace = []
 
     def loss(x):
-        factor, late = math.exp(x[0]), min(max(x[1], 0.0), 5.0)
+        # UML is no faster than this host; its timers no later than 5 ms
+        factor, late = min(max(math.exp(x[0]), 1.0), 30.0), min(max(x[1], 0.0), 5.0)
         res = runner.run([cfg], base.scaled(1.0 / factor),
                          overrides={"qdisc.watchdog_latency": f"{late * 1e3:.3f}us"},
-                         reps=1, seed=4242, sample_keys=set())[cfg.label]
+                         reps=FIT_REPS, seed=4242, sample_keys=set())[cfg.label]
         thr, rtt = float(np.mean(res.values("tcp", "throughput"))), float(np.mean(res.values("ping", "rtt_mean")))
         val = ((thr - y_thr) / s_thr) ** 2 + ((rtt - y_rtt) / s_rtt) ** 2
         trace.append((val, factor, late, thr, rtt))
@@ -187,25 +189,28 @@ def fit_uml(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
 
 def upcall_queue_depth(path: Path = QUEUE) -> int | None:
     """Upcalls the handler's netlink socket held before the kernel lost one (ovs_dp_upcall ->
-    queue_userspace_packet -> netlink_attachskb: dropped once sk_rmem_alloc exceeds sk_rcvbuf, which
-    OVS sets with SO_RCVBUFFORCE 1 MiB and the kernel doubles), measured with ovs-vswitchd stopped;
-    None without the measurement or when nothing was lost (then it is only a lower bound)."""
-    import json
-    if not path.is_file():
-        return None
-    q = json.loads(path.read_text())
+    queue_userspace_packet -> netlink_attachskb: dropped once sk_rmem_alloc exceeds sk_rcvbuf, OVS's
+    SO_RCVBUFFORCE request doubled by the kernel), measured with ovs-vswitchd stopped; None without
+    the measurement or when nothing was lost (then it is only a lower bound)."""
+    q = _queue_facts(path)
     return int(q["queued"]) if q.get("lost") and q.get("queued") else None
+
+
+def _queue_facts(path: Path = QUEUE) -> dict:
+    import json
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def simulate_burst(profile, flows: int, seconds: float, seed: int = 2035) -> dict:
     """``flows`` new UDP flows spread evenly over ``seconds`` into the kernel datapath
     (:class:`~ovssim.path.datapath.OvsDatapath` alone, the profile's slow path and upcall queue):
-    upcalls, lost, and when the last one was handled."""
+    upcalls, lost, and when the last one was handled.  A rule on the destination port makes each
+    port its own megaflow, as the probe's 2,000 rules did (one rule un-wildcards the field)."""
     import simpy
     from ..packet import FlowKey, Packet, udp_frame_size
     from ..path.base import Sink
     from ..path.cpu import CpuPool
-    from ..path.datapath import OvsDatapath
+    from ..path.datapath import OvsDatapath, QueueRule
     from ..runner import rng_factory
     env = simpy.Environment()
     rng = rng_factory(seed, 0)
@@ -213,7 +218,8 @@ def simulate_burst(profile, flows: int, seconds: float, seed: int = 2035) -> dic
                      lookup=profile.sampler("ovs.lookup", rng("l")), actions=profile.sampler("ovs.actions", rng("a")),
                      upcall=profile.sampler("ovs.upcall", rng("u")),
                      upcall_wakeup=profile.sampler("ovs.upcall_wakeup", rng("w")),
-                     handlers=profile.int("ovs.handlers"), upcall_queue=profile.int("ovs.upcall_queue"))
+                     handlers=profile.int("ovs.handlers"), upcall_queue=profile.int("ovs.upcall_queue"),
+                     rules=[QueueRule({"dport": 10000}, 0)])
     src = dp.add_port("vif1", Sink(env))
     out = Sink(env, keep=True)
     dp.add_port("vif2", out)
@@ -227,6 +233,8 @@ def simulate_burst(profile, flows: int, seconds: float, seed: int = 2035) -> dic
     return {"upcalls": dp.missed, "lost": dp.lost, "delivered": len(out.arrival_times),
             "done_s": max(out.arrival_times, default=0.0)}
 
+
+FIT_REPS = 3      # replications per fit evaluation: one seed's HyStart exits move the mean RTT by ~10 %
 
 UML_TICK = 0.010       # CONFIG_HZ=100 in Debian's user-mode-linux config (/usr/share/doc/user-mode-linux/config.gz)
 UPCALL_FIT_ROWS = "normal"       # first-packet flushes with the bridge's NORMAL rule alone: the fitting rows
@@ -561,12 +569,14 @@ def datapath(runner: Runner, settings: Settings, data: Path = DATAPATH) -> list[
         tb.notes.append(
             "**The upcall queue** is the handler's netlink socket: `queue_userspace_packet` "
             "(net/openvswitch/datapath.c) unicasts each upcall to it and `netlink_attachskb` drops (counted "
-            "as `lost`) once its receive memory exceeds `sk_rcvbuf`, which OVS sets with SO_RCVBUFFORCE 1 MiB "
-            "(lib/netlink-socket.c) and the kernel doubles to 2 MiB -- a depth in bytes of skb truesize, not "
-            "a count. " + (f"Measured inside UML with ovs-vswitchd stopped ({QUEUE.parent.name}/queue.json): "
-                           f"{depth} upcalls queued before the first was lost; `ovs.upcall_queue` = {q} in the "
-                           "profile (it was 1,000, which lost ~770 of the unpaced burst's 2,002 upcalls where "
-                           "UML lost none)." if depth else
+            "as `lost`) once its receive memory exceeds `sk_rcvbuf` (OVS's SO_RCVBUFFORCE request, "
+            "lib/netlink-socket.c, doubled by the kernel) -- a depth in bytes of skb truesize, not a count. "
+            + (f"Measured inside UML with ovs-vswitchd stopped (data/uml/2026-11-25/{QUEUE.parent.name}/"
+               f"queue.json): {depth} upcalls queued before the first was lost, the socket's Rmem "
+               f"{_queue_facts().get('rmem_bytes', 0) / 2**20:.2f} MiB = "
+               f"{_queue_facts().get('truesize_per_upcall', float('nan')):.0f} B per upcall; "
+               f"`ovs.upcall_queue` = {q} in the profile (it was 1,000, which lost 767 of the unpaced "
+               "burst's 2,002 upcalls where UML lost none)." if depth else
                            f"Not measured yet (`sudo .venv/bin/python -m ovssim.collect.uml.datapath "
                            f"data/uml/DATE/uml-datapath --queue`); the profile keeps `ovs.upcall_queue` = {q}."))
     poll = res.get("idle_poll", [])
