@@ -7,8 +7,15 @@ then update the flow's stats and apply its actions.  Seed 001 found the stats
 step the largest, then the lookup; each is a profile distribution here, and
 together they are CPU work on the host's cores (softirq context).
 
-Flow cache (megaflow semantics): one entry serves every packet of a flow
-(key: ingress port, 5-tuple, VLAN), installed when its upcall completes.  An
+Flow cache (megaflow semantics): one entry serves every packet of a megaflow,
+installed when its upcall completes.  Its key holds only the fields the slow
+path looked at (ofproto-dpif-xlate.c un-wildcards what the translation and the
+classifier examined): for the NORMAL action the ingress port, the Ethernet
+addresses and the VLAN (``xlate_normal``; ``ovs-dpctl dump-flows`` shows
+``in_port(..),eth(src=..,dst=..),eth_type(0x0800),ipv4(frag=no)``, ports
+wildcarded), plus every field an OpenFlow rule (:class:`QueueRule`) matches on
+-- so a new TCP connection between two known hosts takes no upcall unless a rule
+matches its ports.  An
 entry idle longer than ``max_idle`` (``other_config:max-idle``, 10 s) is gone
 -- the revalidators delete it -- and at ``flow_limit`` entries
 (``other_config:flow-limit``, 200000) the least recently used is evicted.
@@ -164,6 +171,9 @@ class OvsDatapath(Bridge):
         self.upcall_wakeup_s = (upcall_wakeup if upcall_wakeup is not None and upcall_wakeup.const != 0.0
                                 else None)
         self.rules = list(rules or [])
+        # the flow fields the megaflows un-wildcard beyond L2: those the rules match on
+        self._match_fields = tuple(sorted({k for r in self.rules for k in r.match} - {"src", "dst", "tos"}))
+        self._match_tos = any("tos" in r.match for r in self.rules)
         self.latency_s = latency if latency is not None and latency.const != 0.0 else None
         self._last_out = 0.0
         # [busy * prob, stall, idle_after, uniform draws, last wake-up, asleep until, busy, idle_wake], or
@@ -198,6 +208,12 @@ class OvsDatapath(Bridge):
             self.afp.add_port(name, egress)
         return port
 
+    def _megaflow(self, port, pkt, vlan) -> tuple:
+        """The cache key: ingress port, Ethernet addresses, VLAN and the fields the rules match."""
+        f = pkt.flow
+        key = (port.no, f.src, f.dst, vlan, *[getattr(f, k) for k in self._match_fields])
+        return key + (pkt.tos,) if self._match_tos else key
+
     stats_s = property(lambda self: self._slow_s[0])
     lookup_s = property(lambda self: self._slow_s[1])
     actions_s = property(lambda self: self._slow_s[2])
@@ -214,12 +230,15 @@ class OvsDatapath(Bridge):
         flow = pkt.flow
         m = self._memo
         if m is not None and m[1] is flow and m[0] is port and m[2] == vlan:
-            key, entry = m[3], m[4]
+            key, entry, core = m[3], m[4], m[5]
         else:
-            key = (port.no, flow, vlan)
+            key = self._megaflow(port, pkt, vlan)
             entry = self.cache.get(key)
+            core = None
             if entry is not None:
-                self._memo = (port, flow, vlan, key, entry)
+                # the packet's own core (a megaflow serves many connections, each on its core)
+                core = self._core_key(flow)
+                self._memo = (port, flow, vlan, key, entry, core)
         if entry is not None and t - entry[1] > self.max_idle:
             del self.cache[key]                      # revalidator removed the idle flow
             self._memo = self._mru = None
@@ -233,7 +252,7 @@ class OvsDatapath(Bridge):
                 self._mru = entry
             if entry[2] is not None:
                 pkt.queue_id = entry[2]
-            done = (self.cpu.serve(t, next(self._hit_it) + mask_cost, entry[3]) if self.thread is None else
+            done = (self.cpu.serve(t, next(self._hit_it) + mask_cost, core) if self.thread is None else
                     self.cpu.run(self.thread, t, next(self._hit_it) + mask_cost))
             if done is None:
                 self.cpu_drops += 1

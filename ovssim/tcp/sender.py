@@ -546,8 +546,12 @@ class TcpSender:
         if not self.wmem_queued:
             return False
         rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
-        # 2 x the truesize of the skb about to go (a full GSO skb when that much is written)
-        nxt = self.tso_segs() * self.mss
+        # 2 x the truesize of the skb about to go: tcp_write_xmit has already cut it to the
+        # congestion window's quota and tcp_tso_segs (tcp_mss_split_point, tso_fragment)
+        q = self.q
+        quota = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
+        segs = self.tso_segs()
+        nxt = (quota if 0 < quota < segs else segs) * self.mss
         avail = self.wq.head_end(self.snd_nxt) - self.snd_nxt
         limit = 2 * tcp_skb_truesize(nxt if nxt < avail else avail)
         paced = rate / (1 << PACING_SHIFT)
@@ -572,6 +576,11 @@ class TcpSender:
             call_at(self.env, t, self._tsq_release, pkt.wmem)
         else:
             self._tsq_release(pkt.wmem)
+
+    def tsq_charge(self, delta: int) -> None:
+        """A device below re-charged this socket's skb by ``delta`` bytes (``tcp_gso_segment``'s
+        ``refcount_add(sum_truesize - gso_skb->truesize, &sk->sk_wmem_alloc)``)."""
+        self.wmem_queued += delta
 
     def _tsq_release(self, nbytes: int) -> None:
         self.wmem_queued -= nbytes

@@ -95,3 +95,42 @@ def test_thin_udp_flow_is_simulated_with_the_probe():
     ping = next(w for w in cfg.scenario["workload"] if w["name"] == "ping")
     assert units.rate(sim["b"]) == udp.rate and sim["l"] == udp.size
     assert sim["start"] == ping["start"]
+
+
+def test_upcall_queue_probe_parses_misses_losses_and_the_handler_sockets_memory():
+    """datapath.py --queue: with ovs-vswitchd stopped every datagram misses; dpctl's lost counts what the
+    handler's netlink socket refused, /proc/net/netlink its receive memory (NETLINK_GENERIC = 16)."""
+    from ovssim.collect.uml import datapath
+    text = ("== q-before  lookups: hit:7 missed:12 lost:0 flows: 0\n"
+            "== q-after  lookups: hit:7 missed:8012 lost:5100 flows: 0\n"
+            "== netlink\n"
+            "sk               Eth Pid        Groups   Rmem     Wmem     Dump  Locks    Drops    Inode\n"
+            "ffff8880 0   1          00000000 4352     0        0     2        0        11\n"
+            "ffff8881 16  3214       00000000 2097920  0        0     2        5100     2048\n"
+            "== rmem_max 212992\n")
+    q = datapath.parse_queue(text)
+    assert (q["upcalls"], q["lost"], q["queued"]) == (8000, 5100, 2900)
+    assert q["rmem_bytes"] == 2097920 and q["truesize_per_upcall"] == 2097920 / 2900
+
+
+def test_upcall_queue_depth_is_read_only_from_a_measurement_that_overflowed(tmp_path):
+    """Without a loss the count queued is only a lower bound: no depth then."""
+    p = tmp_path / "queue.json"
+    p.write_text(json.dumps({"sent": 8000, "upcalls": 8000, "lost": 0, "queued": 8000}))
+    assert uml.upcall_queue_depth(p) is None
+    p.write_text(json.dumps({"sent": 8000, "upcalls": 8000, "lost": 5100, "queued": 2900}))
+    assert uml.upcall_queue_depth(p) == 2900
+
+
+def test_simulated_burst_conserves_upcalls_and_loses_only_beyond_the_queue():
+    """Every new flow misses once; each upcall is either lost or delivered; a queue deeper than the burst
+    loses none, and the loss grows as the queue shrinks (the same arrivals and service draws)."""
+    from ovssim.profile import Profile
+    from ovssim.validate.base import CALIBRATION
+    prof = Profile.load(str(CALIBRATION / "uml_linux61.toml"))
+    lost = []
+    for depth in (3000, 1000, 300):
+        r = uml.simulate_burst(prof.with_overrides({"ovs.upcall_queue": depth}), 2000, 0.09)
+        assert r["upcalls"] == 2000 and r["lost"] + r["delivered"] == 2000
+        lost.append(r["lost"])
+    assert lost[0] == 0 and 0 < lost[1] < lost[2]

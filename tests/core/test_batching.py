@@ -271,8 +271,36 @@ def test_a_patch_port_costs_work_in_the_datapath_thread():
     assert cpu.busy[7 % 2] == pytest.approx(6e-6)
 
 
+def test_segmentation_recharges_each_frame_for_its_own_truesize():
+    """tcp_gso_segment: every segment keeps the socket's destructor and is charged its own truesize (a head
+    like the GSO skb's plus its payload): sk_wmem_alloc grows by sum - gso truesize, and comes back to zero
+    only when the last frame is freed -- 2728 B per 1448-byte segment inside UML 6.1 (skmem t = unacked x 2728)."""
+    class Owner:
+        wmem_queued = 0
+
+        def tsq_charge(self, delta):
+            self.wmem_queued += delta
+
+        def tsq_free(self, pkt, t):
+            self.wmem_queued -= pkt.wmem
+    head = 1280                                  # UML 6.1's skb head (kmalloc-1024 + struct sk_buff)
+    owner = Owner()
+    skb = gso_skb(45, tail=700)
+    skb.owner, skb.wmem = owner, head + skb.payload
+    owner.wmem_queued = skb.wmem
+    frames = segment(skb)
+    assert [f.wmem for f in frames] == [head + MSS] * 44 + [head + 700]
+    assert owner.wmem_queued == 44 * 2728 + head + 700
+    assert all(f.owner is owner for f in frames)
+    for f in frames[:-1]:
+        f.owner.tsq_free(f, 0.0)
+    assert owner.wmem_queued == head + 700       # still charged until its last frame is freed
+    frames[-1].owner.tsq_free(frames[-1], 0.0)
+    assert owner.wmem_queued == 0
+
+
 def test_tsq_charges_come_back_whole_through_software_segmentation():
-    """An skb charged to its socket and cut in software is released once, by its last frame."""
+    """An skb charged to its socket and cut in software is released frame by frame, each charge once."""
     from ovssim.tcp.connection import connect
     from ovssim.path.endpoint import Endpoint
     env = simpy.Environment()

@@ -49,9 +49,26 @@ def test_first_packet_misses_then_hits_until_idle_expiry():
     # idle for longer than max-idle: the flow is gone and the next packet misses again
     _send(env, pa, 12.0, f)
     assert dp.missed == 3 and dp.expired == 1
-    # a different 5-tuple is a different megaflow
+    # NORMAL alone wildcards the ports (in_port, eth src/dst, VLAN): another connection between the
+    # same hosts is the same megaflow, another pair of hosts is not
     _send(env, pa, 12.1, FlowKey("m1", "m2", 1001, 5001, "udp"))
+    assert dp.missed == 3
+    _send(env, pa, 12.2, FlowKey("m3", "m2", 1001, 5001, "udp"))
     assert dp.missed == 4
+
+
+def test_a_rule_matching_ports_makes_each_port_its_own_megaflow():
+    """ovs-ofctl add-flow ...,tp_dst=P,actions=... un-wildcards the destination port in every megaflow the
+    classifier built past that rule (the UML probe's 2,000 rules: one upcall per new port)."""
+    from ovssim.path.datapath import QueueRule
+    env = simpy.Environment()
+    dp, pa, pb, a, b = make_dp(env)
+    dp.rules = [QueueRule({"dport": 7000}, 0)]
+    dp._match_fields = ("dport",)
+    _send(env, pb, 0.0, FlowKey("m2", "m1", 5001, 1000, "udp"))
+    for i, port in enumerate((7000, 7001, 7001, 7002)):
+        _send(env, pa, 1.0 + i * 0.01, FlowKey("m1", "m2", 1000, port, "udp"))
+    assert dp.missed == 1 + 3 and dp.hit == 1
 
 
 def test_upcall_queue_overflow_counts_lost():
@@ -59,7 +76,7 @@ def test_upcall_queue_overflow_counts_lost():
     dp, pa, pb, a, b = make_dp(env, upcall="1ms", handlers=1, upcall_queue=5)
     # 50 new flows at once: one in service, five queued, the rest lost
     for i in range(50):
-        pa.put(Packet(FlowKey("x", "y", i, 1, "udp"), 100, 0.0))
+        pa.put(Packet(FlowKey(f"x{i}", "y", i, 1, "udp"), 100, 0.0))
     env.run()
     assert dp.missed == 50
     assert dp.lost == 44
@@ -73,9 +90,9 @@ def test_flow_limit_evicts_lru():
     env = simpy.Environment()
     dp, pa, pb, a, b = make_dp(env, flow_limit=3)
     for i in range(5):
-        _send(env, pa, 0.001 * (i + 1), FlowKey("x", "y", i, 1, "udp"))
+        _send(env, pa, 0.001 * (i + 1), FlowKey(f"x{i}", "y", i, 1, "udp"))
     assert dp.evicted == 2 and len(dp.cache) == 3
-    _send(env, pa, 0.01, FlowKey("x", "y", 0, 1, "udp"))    # the oldest was evicted: misses
+    _send(env, pa, 0.01, FlowKey("x0", "y", 0, 1, "udp"))    # the oldest was evicted: misses
     assert dp.missed == 6
 
 

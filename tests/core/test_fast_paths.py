@@ -105,7 +105,7 @@ class RefDatapath(OvsDatapath):
 
     def process(self, port, pkt, vlan, t):
         mask_cost = self.lookup_per_mask * self.masks
-        key = (port.no, pkt.flow, vlan)
+        key = self._megaflow(port, pkt, vlan)
         entry = self.cache.get(key)
         if entry is not None and t - entry[1] > self.max_idle:
             del self.cache[key]
@@ -176,7 +176,7 @@ def _run_dp(cls, items, flow_limit, latency):
             env.run(until=t)          # some packets handed in time, the others ahead (lookahead)
         ports[port].put(pkt)
     env.run()
-    cache = [(k[0], tuple(k[1]), k[2], tuple(v)) for k, v in dp.cache.items()]
+    cache = [(tuple(k), tuple(v)) for k, v in dp.cache.items()]
     return (log, dp.counters(), dp.expired, cache,
             sorted(((k, v[0].no, v[1]) for k, v in dp.fdb.items()), key=repr), [p.rx for p in ports], [p.tx for p in ports])
 

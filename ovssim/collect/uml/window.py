@@ -84,7 +84,8 @@ QDISCS = {
 _FIELDS = {"cwnd": r"cwnd:(\d+)", "ssthresh": r"\bssthresh:(\d+)", "unacked": r"unacked:(\d+)",
            "notsent": r"notsent:(\d+)", "snd_wnd": r"snd_wnd:(\d+)", "rcv_space": r"rcv_space:(\d+)",
            "rcv_ssthresh": r"rcv_ssthresh:(\d+)", "rtt_ms": r"\brtt:([\d.]+)", "mss": r"\bmss:(\d+)",
-           "skmem_rb": r"skmem:\(r\d+,rb(\d+)", "skmem_tb": r",tb(\d+)", "skmem_wq": r",w(\d+)",
+           "skmem_rb": r"skmem:\(r\d+,rb(\d+)", "skmem_t": r"skmem:\(r\d+,rb\d+,t(\d+)",
+           "skmem_tb": r",tb(\d+)", "skmem_wq": r",w(\d+)", "pacing_rate": r"pacing_rate (\d+)bps",
            "retrans": r"retrans:\d+/(\d+)"}
 
 
