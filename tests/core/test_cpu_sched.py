@@ -115,6 +115,44 @@ def test_softirq_backlog_goes_to_ksoftirqd_behind_cpu_bound_threads():
     assert pool.deferred == 400 - k - 1 or pool.deferred == 400 - k
 
 
+
+def test_a_waiting_thread_hands_softirq_to_ksoftirqd_after_one_net_rx_round():
+    """__do_softirq stops with work pending when a thread waits for the core (need_resched), so past one
+    net_rx_action round (netdev_budget = 300 packets) the backlog is ksoftirqd's, well before 2 ms."""
+    from ovssim.cpu.defaults import NETDEV_BUDGET
+    env = simpy.Environment()
+    pool = CpuPool(env, 1, backlog_limit=None)
+    pool.add_background(1)
+    done = [pool.serve(0.0, 1e-6, 0) for _ in range(NETDEV_BUDGET + 50)]   # 0.35 ms, under 2 ms
+    assert pool.deferred == 50 - 1                     # item i waits behind i - 1 others
+    assert done[100] - done[99] == pytest.approx(1e-6)               # inline, at the core's speed
+    assert done[-1] - done[-2] == pytest.approx(2e-6)                # ksoftirqd beside the CPU-bound thread
+    # nobody waits for the core (two sleeping threads): the softirq runs on, no hand-over
+    quiet = CpuPool(env, 1, backlog_limit=None)
+    for i in range(2):
+        quiet.add_thread(Thread(f"idle{i}", "app"))
+    assert quiet.contended
+    done = [quiet.serve(0.0, 1e-6, 0) for _ in range(NETDEV_BUDGET + 50)]
+    assert quiet.deferred == 0 and done[-1] == pytest.approx((NETDEV_BUDGET + 50) * 1e-6)
+
+
+def test_ksoftirqd_draining_a_backlog_takes_its_share_from_the_threads():
+    """ksoftirqd is a fair thread: while it drains, a CPU-bound thread beside one other gets a third."""
+    def cpu_bound_run(flood: bool) -> float:
+        env = simpy.Environment()
+        pool = CpuPool(env, 1, backlog_limit=None)
+        pool.add_background(1)
+        th = pool.add_thread(Thread("iperf", "app"))
+        if flood:
+            for _ in range(400):
+                pool.serve(0.0, 50e-6, 0)              # 20 ms of softirq: ksoftirqd busy throughout
+        t0 = t = pool.free[0]                          # after the first 2 ms, run inline (irq context)
+        while t < t0 + 10 * pool.slice:
+            t = pool.run(th, t, 20e-6)
+        return th.ran / (t - t0)
+    assert cpu_bound_run(False) == pytest.approx(1 / 2, rel=0.05)
+    assert cpu_bound_run(True) == pytest.approx(1 / 3, rel=0.1)
+
 def _scenario(host_extra="", vm_extra=""):
     from ovssim.scenario import from_dict
     import tomllib
