@@ -144,10 +144,16 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
         "diluted alike.")
     tb.notes.append(
         "**Threads vs cores (issue 16).** The desktop schedules the tools' threads (`schedule_threads`, "
-        "`ovssim.cpu`: EEVDF slices, context switches, ksoftirqd after 2 ms of softirq backlog). More threads "
-        "than cores now stop helping (patch-1 throughput at P=8 is not above P=4) but the model does not "
-        "collapse with veth pairs as the post saw, and does not fill all four cores: the run-to-completion "
-        "senders never build the 2 ms softirq backlog that would hand the veth work to ksoftirqd.")
+        "`ovssim.cpu`: EEVDF slices, context switches; softirq handed to ksoftirqd after 2 ms, or after one "
+        "`net_rx_action` round of 300 packets when a thread waits for the core -- `__do_softirq`'s "
+        "`!need_resched()` test). More threads than cores stop helping, but the veth chain does not collapse "
+        "as the post saw, and the cores do not reach 100 %. The mechanism the post's kernel offers -- veth "
+        "backlogs handed to a starved ksoftirqd until `netdev_max_backlog` (1000) drops -- never starts here: "
+        "each sender carries its skbs through the chain in its own context (run to completion), so at most "
+        "4 work items ever wait on a core and the longest softirq wait is 0.71 ms (veth-2-P8, 0.1 s run), "
+        "far from 300 packets or 2 ms; and with offloads on, 1000 backlogged 64 KB GSO skbs would be 64 MB, "
+        "more than the flows' windows can put in flight. What made the post's veth chain collapse is not "
+        "in the model.")
     tb.notes.append("E003-03's bound is one-sided (ratio < 0.90 with more threads than cores); the table's "
                     "'meets' column has no target for it -- compare the simulated ratio with 0.90 by eye.")
     rows = [r for r in tb.rows if r.metric == "throughput_ratio"]
