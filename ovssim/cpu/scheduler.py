@@ -62,10 +62,20 @@ def fair_run(pool, thread, t: float, work: float) -> tuple[float, float, float]:
             start = burst_end            # ... or to the end of its burst
     switch = pool.context_switch if pool.last[core] is not None and pool.last[core] is not thread else 0.0
     used = 0.0 if woke else thread.used
-    crossings = int((used + work) // S) if n > 0 else 0
-    thread.used = used + work - crossings * S
+    if n > 0:
+        crossings = int((used + work) // S)
+        thread.used = used + work - crossings * S
+    else:
+        # alone on the core its requests renew slice after slice (no one to yield to): only the part
+        # of the current slice carries over, not a debt of slices run while nothing contended
+        crossings = 0
+        thread.used = (used + work) % S
     cpu = work + switch + crossings * pool.context_switch
-    done = start + cpu + crossings * n * S
+    wait = crossings * n * S
+    if burst_end < wait + start + cpu:
+        # the CPU-bound threads' bursts end before their slices would: they give the core back then
+        wait = max(burst_end - start - cpu, 0.0) if burst_end > t else 0.0
+    done = start + cpu + wait
     # softirq preempts threads: the core's FIFO (which softirq work queues on) takes only this thread's CPU
     # time, not its wait for other threads' slices
     pool.free[core] = (t if t > free_at else free_at) + cpu

@@ -153,6 +153,29 @@ def test_ksoftirqd_draining_a_backlog_takes_its_share_from_the_threads():
     assert cpu_bound_run(False) == pytest.approx(1 / 2, rel=0.05)
     assert cpu_bound_run(True) == pytest.approx(1 / 3, rel=0.1)
 
+
+def test_scheduling_probe_in_a_guest_waits_for_the_host_threads_slice():
+    """Seed 002's probe loop in a 1-vCPU guest: alone it reports every loop; beside a CPU-bound host
+    thread on its vCPU's core it runs half the time and waits one host slice (plus a switch) at most."""
+    from ovssim.cpu.probe import scheduling_gaps
+
+    def gaps(load):
+        env = simpy.Environment()
+        host = CpuPool(env, 2, "xs")
+        if load is not None:
+            host.add_background(1, affinity=[0], **load)
+        guest = GuestCpus(env, 1, "vm", host, pin=[[0]])
+        return host, scheduling_gaps(guest, guest.add_thread(Thread("probe", "app")), 0.03, 2e-6)
+    host, alone = gaps(None)
+    assert alone.min() == pytest.approx(2e-6) and alone.max() == pytest.approx(2e-6)
+    host, shared = gaps({})
+    assert shared.max() == pytest.approx(host.slice + 2e-6 + host.context_switch)
+    assert shared.sum() / len(shared) == pytest.approx(2 * 2e-6, rel=0.02)          # half the core
+    # a load that runs 3 ms in every 30: waits only inside its bursts, at most its slice
+    host, bursty = gaps({"period": 30e-3, "on": 3e-3})
+    assert bursty.max() <= host.slice + 2e-6 + host.context_switch
+    assert 2e-6 < bursty.mean() < 2e-6 / (1 - 0.1) + 1e-9
+
 def _scenario(host_extra="", vm_extra=""):
     from ovssim.scenario import from_dict
     import tomllib
