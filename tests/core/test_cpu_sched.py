@@ -235,6 +235,17 @@ def test_background_load_delays_guests_on_host_vcpus_by_slices():
         _ping_rtt(_scenario("", veth))["rtt_mean"])
 
 
+
+def test_host_sched_slice_sets_how_long_a_load_holds_a_vcpus_core():
+    """A shorter slice on the host: a guest's vCPU waits less behind the CPU-bound load (RUN_TO_PARITY)."""
+    default = _ping_rtt(_scenario("background_threads = 2", "vcpus_on_host = true"))
+    short = _ping_rtt(_scenario('background_threads = 2\nsched_slice = "0.3ms"', "vcpus_on_host = true"))
+    assert short["runq_delay.h.vcpu"] <= 0.3e3 < default["runq_delay.h.vcpu"]
+    assert short["rtt_mean"] < default["rtt_mean"]
+    from ovssim.errors import ConfigError
+    with pytest.raises(ConfigError, match="sched_slice"):
+        _scenario('sched_slice = "0s"')
+
 @pytest.mark.parametrize("extra,match", [
     ("vcpu_pin = [[2]]", "vcpu_pin"),
     ("vcpu_pin = [[0], [1]]", "vcpu_pin"),
