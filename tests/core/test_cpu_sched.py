@@ -165,7 +165,7 @@ def test_scheduling_probe_in_a_guest_waits_for_the_host_threads_slice():
         if load is not None:
             host.add_background(1, affinity=[0], **load)
         guest = GuestCpus(env, 1, "vm", host, pin=[[0]])
-        return host, scheduling_gaps(guest, guest.add_thread(Thread("probe", "app")), 0.03, 2e-6)
+        return host, scheduling_gaps([(guest, guest.add_thread(Thread("probe", "app")))], 0.03, 2e-6)[0]
     host, alone = gaps(None)
     assert alone.min() == pytest.approx(2e-6) and alone.max() == pytest.approx(2e-6)
     host, shared = gaps({})
