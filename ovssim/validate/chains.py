@@ -16,7 +16,7 @@ import numpy as np
 from ..fit.calibrate import Param, Target
 from ..profile import Profile
 from . import plots
-from .base import shown, Settings, TestbedResult, fit_summary, load_scenario_dict, variant
+from .base import ROOT, shown, Settings, TestbedResult, fit_summary, load_scenario_dict, variant
 from .compare import Comparison, mean_ci
 from .seed_data import SEED_DIR, expectations
 from .simulate import Config, Runner
@@ -159,4 +159,73 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
     rows = [r for r in tb.rows if r.metric == "throughput_ratio"]
     plots.bars(settings.figures_dir / "seed003_ratios.png", "Seed 003: throughput ratio to 1 bridge", "ratio", rows)
     tb.figures.append(("seed003_ratios.png", "Seed 003 expectations (grey, our tolerance) vs simulated ratios"))
-    return [tb]
+    return [tb] + ([] if settings.fast else [threads_run(runner, settings)])
+
+
+# This machine's threads-vs-cores campaign (issue 16) in its two machine states, each simulated with the
+# profile fitted in that state (validate/local.py): (data, profile, title)
+THREADS_STATES = ((ROOT / "data" / "local" / "2026-11-25-quiet" / "local-threads", "local_netns", "quiet"),
+                  (ROOT / "data" / "local" / "local-threads", "local_netns_busy", "busy"))
+
+
+def _threads_measured(data):
+    """The campaign's ok runs with each run's core list (``cpus``: None = unpinned) from runs.jsonl."""
+    import pandas as pd
+    from .local import load_measured
+    df = load_measured(data)
+    runs = pd.read_json(data / "runs.jsonl", lines=True)
+    cpus = dict(zip(runs["run_id"], runs["cpus"].where(runs["cpus"].notna(), None)))
+    df["cpus"] = df["run_id"].map(cpus)
+    return df
+
+
+def _threads_config(chain: int, link: str, streams: int, cc: str) -> Config:
+    """iperf 2 -P ``streams`` (a thread per stream) through the OVS netdev chain, the tools' threads
+    scheduled on this machine's 2 cores (ovssim.cpu)."""
+    from .local import _config as local_config
+    c = local_config("ovs", chain, link, "none", ["tcp"])
+    for w in c.scenario["workload"]:
+        w.update({"P": streams, "C": cc})
+    for h in c.scenario["host"]:
+        h["schedule_threads"] = True
+    c.label += f"-P{streams}"
+    c.facts["streams"] = streams
+    return c
+
+
+def threads_run(runner: Runner, settings: Settings) -> TestbedResult:
+    """Held-out rows: throughput and core use of iperf 2 -P 1..8 through OVS chains on this machine."""
+    tb = TestbedResult("local_threads", "Issue 16: iperf 2 threads vs this machine's 2 cores, OVS netdev chains")
+    tb.split = ("Nothing fitted: every row is held out. Each state's runs are simulated with the profile fitted "
+                "in that state (`local_netns` quiet, `local_netns_busy` busy; validate/local.py), the tools' "
+                "threads scheduled on the 2 cores. Unpinned runs only (the pinned half, taskset -c 0, has no "
+                "scenario key yet).")
+    for data, prof, title in THREADS_STATES:
+        if not (data / "runs.jsonl").is_file():
+            tb.notes.append(f"No {title} campaign at {data.relative_to(ROOT)}: its rows are missing.")
+            continue
+        df = _threads_measured(data)
+        df = df[df["cpus"].isna()]
+        meta = __import__("json").loads((data / "metadata.json").read_text())
+        cc = meta["machine"]["tcp_sysctls"].get("net.ipv4.tcp_congestion_control", "cubic")
+        cases = sorted({(int(r.chain), str(r.link), int(r.streams)) for r in df.itertuples()})
+        cfgs = {case: _threads_config(*case, cc) for case in cases}
+        sims = runner.run(list(cfgs.values()), prof, reps=settings.reps, seed=1616)
+        for case, c in cfgs.items():
+            chain, link, streams = case
+            sel = df[(df["chain"] == chain) & (df["link"] == link) & (df["streams"] == streams)]
+            sim = sims[c.label]
+            for mm, fac, wl, sm, unit, metric in (("throughput", 1e-6, "tcp", "throughput", "Mbit/s", "throughput"),
+                                                  ("cpu_busy", 100.0, "system", "cpu_util.local", "%",
+                                                   "cpu_utilisation")):
+                if mm == "cpu_busy" and title != "quiet":
+                    continue          # on the busy machine the cores' use is mostly the other jobs'
+                runs = sel[sel["metric"] == mm]["value"].to_numpy(float) * fac
+                if runs.size == 0:
+                    continue
+                y, lo, hi = mean_ci(runs)
+                m, slo, shi = mean_ci(sim.values(wl, sm))
+                tb.rows.append(Comparison(tb.name, f"{title}: {c.label}", metric, unit, y, lo, hi, m, slo, shi,
+                                          "held-out", "cpu_throughput" if metric == "throughput" else "",
+                                          note=f"{runs.size} runs, iperf 2 {cc}"))
+    return tb
