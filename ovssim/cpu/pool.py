@@ -203,8 +203,7 @@ class CpuPool:
 
     def _busy_at(self, core: int, t: float, thread: Thread) -> bool:
         """Whether another thread runs or waits on ``core`` at ``t`` (a burst, or work not yet done)."""
-        return any(th is not thread and (th.active_until(t) > t if th.busy else th.free > t)
-                   for th in self.on_core[core])
+        return self._runnable(core, t, thread) > 0
 
     def _wake_idle(self, thread: Thread, t: float) -> int:
         """Wake-up balancing (select_idle_sibling, kernel/sched/fair.c): a thread that wakes to a busy core
