@@ -106,7 +106,8 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
         tb.rows.append(Comparison(tb.name, "UDP / TCP sender vCPU", "cpu_utilisation_ratio", "1", y, float("nan"),
                                   float("nan"), m, lo, hi, "held-out", "", band="-",
                                   note="Table VI means 57.56 % / 5.42 %"))
-    _scheduling_rows(tb)
+    if not settings.fast:
+        _scheduling_rows(tb)
     rows = [r for r in tb.rows if r.metric == "rtt"]
     plots.bars(settings.figures_dir / "seed002_rtt.png", "Seed 002 Table V: ping RTT", "RTT (ms)", rows)
     tb.figures.append(("seed002_rtt.png", "Table V mean RTT (grey, rounding band) vs simulated"))
