@@ -136,6 +136,20 @@ def test_a_waiting_thread_hands_softirq_to_ksoftirqd_after_one_net_rx_round():
     assert quiet.deferred == 0 and done[-1] == pytest.approx((NETDEV_BUDGET + 50) * 1e-6)
 
 
+
+def test_a_starved_ksoftirqd_backlog_overflows_netdev_max_backlog():
+    """Softirq work keeps arriving while ksoftirqd drains at half a core: the per-CPU backlog fills to
+    netdev_max_backlog and the rest is dropped (enqueue_to_backlog), inline and deferred work counted alike."""
+    from ovssim.cpu.defaults import NETDEV_BUDGET, NETDEV_MAX_BACKLOG
+    env = simpy.Environment()
+    pool = CpuPool(env, 1)
+    pool.add_background(1)
+    done = [pool.serve(0.0, 5e-6, 0) for _ in range(1500)]
+    assert pool.refused == 1500 - NETDEV_MAX_BACKLOG - 1 == sum(d is None for d in done)
+    assert pool.deferred == NETDEV_MAX_BACKLOG - NETDEV_BUDGET
+    kept = [d for d in done if d is not None]
+    assert kept == sorted(kept)                         # one backlog, drained in order
+
 def test_ksoftirqd_draining_a_backlog_takes_its_share_from_the_threads():
     """ksoftirqd is a fair thread: while it drains, a CPU-bound thread beside one other gets a third."""
     def cpu_bound_run(flood: bool) -> float:
