@@ -61,7 +61,7 @@ class Topology:
                                     "drops": st.drops, "overlimits": st.overlimits, "backlog": st.backlog,
                                     "qlen": st.qlen, "port_drops": port.dropped}
         for name, cpu in self.hosts.items():
-            out[f"cpu:{name}"] = {"refused": cpu.refused, "jobs": cpu.jobs, "ksoftirqd": cpu.deferred}
+            out[f"cpu:{name}"] = {"refused": cpu.refused, "jobs": cpu.jobs}
         for name, pmd in self.pmds.items():
             out[f"pmd:{name}"] = {**pmd.perf_show(),
                                   "rx_dropped": sum(q.rx_dropped for q in pmd.rxqs),
