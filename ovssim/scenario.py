@@ -231,6 +231,10 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
                            "background_period", 'write e.g. background_period = "200ms" background_on = "4ms"')
         _conv(file, f"host.{n}.background_threads", lambda b: units.whole(b, "background_threads", 0, 4096),
               h.setdefault("background_threads", 0))
+        if "sched_slice" in h:
+            h["sched_slice"] = _conv(file, f"host.{n}.sched_slice", units.delay, h["sched_slice"])
+            if not h["sched_slice"] > 0:
+                raise _err(file, f"host.{n}.sched_slice", "sched_slice must be > 0", 'write e.g. sched_slice = "3ms"')
     switches = _names(_list(data, "switch", file), "switch", file)
     for n, s in switches.items():
         s["latency"] = _conv(file, f"switch.{n}.latency", units.delay, s.get("latency", "3us"))

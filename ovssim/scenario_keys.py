@@ -51,6 +51,9 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "background_period": 'Bursty background load: each background thread is busy `background_on` in every '
                              '`background_period`, e.g. `"200ms"` (default: always busy).',
         "background_on": 'CPU-bound time per `background_period`, e.g. `"4ms"` (a dom0 / housekeeping burst).',
+        "sched_slice": 'The time a CPU-bound thread keeps a core before the next runnable one gets it, e.g. '
+                       '`"3ms"` (default: EEVDF\'s base slice for the host\'s cores, kernel/sched/fair.c); for '
+                       'a Xen host, how long the hypervisor runs dom0 before a guest\'s vCPU gets its core back.',
     },
     "bridge": {
         "name": "Bridge name; chain members are named `NAME-2`, `NAME-3`, ...",

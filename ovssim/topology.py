@@ -87,6 +87,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         pmd = h["name"] in pmd_hosts
         topo.hosts[h["name"]] = CpuPool(env, h["cores"] - pmd, h["name"], backlog_limit=backlog)
         pool = topo.hosts[h["name"]]
+        if h.get("sched_slice"):
+            pool.slice = h["sched_slice"]
         pool.schedule_threads = bool(h.get("schedule_threads") or h.get("background_threads") or any(
             v.get("vcpus_on_host") for v in d.get("vm", []) if v["host"] == h["name"]))
         if h.get("background_threads"):

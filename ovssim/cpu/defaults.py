@@ -9,8 +9,10 @@ Sources (Linux 6.x):
   3 ms on 8 or more.
 - ``kernel/softirq.c``: ``__do_softirq`` runs pending softirqs for at most
   ``MAX_SOFTIRQ_TIME`` (2 ms) or ``MAX_SOFTIRQ_RESTART`` (10) rounds, then wakes
-  the CPU's ``ksoftirqd``, an ordinary fair-class thread.
-- ``net/core/dev.c``: ``netdev_max_backlog`` = 1000 packets per CPU.
+  the CPU's ``ksoftirqd``, an ordinary fair-class thread; it stops after one
+  round when a thread waits for the CPU (``!need_resched()`` in the restart test).
+- ``net/core/dev.c``: ``netdev_max_backlog`` = 1000 packets per CPU;
+  ``netdev_budget`` = 300 packets per ``net_rx_action`` round (one softirq round).
 
 The context-switch cost is not a kernel constant: ~2 us is the order lmbench's
 ``lat_ctx`` reports for two small processes on current x86 (direct cost only; cache
@@ -24,6 +26,7 @@ SCHED_BASE_SLICE = 0.75e-3          # normalized_sysctl_sched_base_slice
 SCHED_FACTOR_MAX_CPUS = 8           # get_update_sysctl_factor: cpus = min(num_online_cpus(), 8)
 MAX_SOFTIRQ_TIME = 2e-3             # kernel/softirq.c
 NETDEV_MAX_BACKLOG = 1000           # net/core/dev.c
+NETDEV_BUDGET = 300                 # net/core/dev.c netdev_budget: packets per net_rx_action round
 CONTEXT_SWITCH = 2e-6               # direct cost of switching threads on a core (lmbench lat_ctx order)
 
 

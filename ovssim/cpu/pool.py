@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_right, insort
 
-from .defaults import CONTEXT_SWITCH, MAX_SOFTIRQ_TIME, NETDEV_MAX_BACKLOG, base_slice
+from .defaults import CONTEXT_SWITCH, MAX_SOFTIRQ_TIME, NETDEV_BUDGET, NETDEV_MAX_BACKLOG, base_slice
 from .scheduler import fair_run, ksoftirqd_stretch
 from .thread import Thread
 
@@ -67,6 +67,7 @@ class CpuPool:
         # the tools' own processes and backend threads as schedulable threads (app_thread); off, they
         # are keyed work, as the calibrated profiles were fitted with
         self.schedule_threads = False
+        self.ksoftirqd_free = [0.0] * cores   # when each core's ksoftirqd has drained what it was handed
         self.deferred = 0                 # softirq work items run by ksoftirqd (behind threads)
         self.migrations = 0               # threads moved to an idle core at wake-up
         self.rtc_senders: list[list] = [[] for _ in range(cores)]   # run-to-completion senders per core (turns)
@@ -88,31 +89,46 @@ class CpuPool:
         free_at = free[core]
         start = t if t > free_at else free_at
         lim = self.backlog_limit
-        if lim is not None and start > t:
+        starts = self._starts[core]
+        waiting = 0
+        if start > t or (self.contended and self.ksoftirqd_free[core] > t):
             # Work waiting at time t = work reserved to start after t.  Callers may run
             # ahead of env.now (lookahead) and out of time order, so count by time, not
             # by order of calls; what started before env.now can never be waiting again.
-            starts = self._starts[core]
             now = self.env._now
             if starts and starts[0] <= now:
                 del starts[:bisect_right(starts, now)]
-            if len(starts) - bisect_right(starts, t) >= lim:
+            waiting = len(starts) - bisect_right(starts, t)
+            if lim is not None and waiting >= lim:
                 self.refused += 1
                 return None
-            insort(starts, start)
-        span = work
-        if self.contended and start - t > MAX_SOFTIRQ_TIME:
-            # over 2 ms of softirq backlog: ksoftirqd runs it, sharing the core with the runnable threads
-            n = sum(1 for th in self.on_core[core] if th is not thread and
-                    (th.active_until(t) > t if th.busy else th.free > t))
-            if n:
-                span = ksoftirqd_stretch(work, n)
+        if self.contended and thread is None:
+            n = self._runnable(core, t, thread)
+            ks = self.ksoftirqd_free[core]
+            if n and (ks > t or waiting >= NETDEV_BUDGET or start - t > MAX_SOFTIRQ_TIME):
+                # __do_softirq (kernel/softirq.c) stops with work pending once a thread waits for the
+                # core (need_resched) after a net_rx_action round (netdev_budget) or after 2 ms: the
+                # rest is ksoftirqd's, a fair thread beside the core's n runnable threads
+                kstart = max(t, ks, start)        # behind the backlog already queued
+                done = self.ksoftirqd_free[core] = kstart + ksoftirqd_stretch(work, n)
+                if kstart > t:
+                    insort(starts, kstart)
                 self.deferred += 1
-        done = start + span
+                self.busy[core] += work
+                self.jobs += 1
+                return done
+        if start > t:
+            insort(starts, start)
+        done = start + work
         free[core] = done
         self.busy[core] += work
         self.jobs += 1
         return done
+
+    def _runnable(self, core: int, t: float, thread=None) -> int:
+        """Threads on ``core`` other than ``thread`` that are runnable at ``t`` (need the core)."""
+        return sum(1 for th in self.on_core[core] if th is not thread and
+                   (th.active_until(t) > t if th.busy else th.free > t))
 
     # --- threads --------------------------------------------------------------------------
     def add_thread(self, thread: Thread, key: int | None = None) -> Thread:
@@ -187,8 +203,7 @@ class CpuPool:
 
     def _busy_at(self, core: int, t: float, thread: Thread) -> bool:
         """Whether another thread runs or waits on ``core`` at ``t`` (a burst, or work not yet done)."""
-        return any(th is not thread and (th.active_until(t) > t if th.busy else th.free > t)
-                   for th in self.on_core[core])
+        return self._runnable(core, t, thread) > 0
 
     def _wake_idle(self, thread: Thread, t: float) -> int:
         """Wake-up balancing (select_idle_sibling, kernel/sched/fair.c): a thread that wakes to a busy core

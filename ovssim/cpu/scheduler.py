@@ -15,10 +15,15 @@ Modelled from kernel/sched/fair.c (Linux 6.x, EEVDF):
   CPU-bound thread, a CPU-bound thread gets half of it over a slice.
 - Every switch between threads costs ``pool.context_switch`` of CPU.
 
-Softirq work is not a thread: it preempts threads (``irq_exit`` ->
-``__do_softirq``).  Once the backlog has run 2 ms (``MAX_SOFTIRQ_TIME``,
-kernel/softirq.c) the rest goes to ``ksoftirqd``, a fair-class thread, and
-shares the core with the CPU-bound threads (:func:`ksoftirqd_stretch`).
+Softirq work is not a thread: it preempts threads (``irq_exit`` or
+``local_bh_enable`` -> ``__do_softirq``).  ``__do_softirq`` (kernel/softirq.c)
+restarts while work is pending only ``if (time_before(jiffies, end) &&
+!need_resched() && --max_restart)``: after 2 ms (``MAX_SOFTIRQ_TIME``), 10
+rounds, or -- when a thread waits for the core -- after the first round that
+leaves work pending (``net_rx_action`` stops at ``netdev_budget`` packets), it
+wakes ``ksoftirqd``, a fair-class thread that drains the rest beside the core's
+runnable threads (:func:`ksoftirqd_stretch`) and takes its share of the core
+from them while it does (:func:`fair_run` counts it).
 """
 from __future__ import annotations
 
@@ -41,6 +46,10 @@ def fair_run(pool, thread, t: float, work: float) -> tuple[float, float, float]:
                 burst_end = end if end > burst_end else burst_end
                 if h.duty is not None and end - h.duty[1] > anchor:
                     anchor = end - h.duty[1]          # its burst began after the core's last work
+    ks = pool.ksoftirqd_free[core]
+    if ks > t:
+        n += 1                       # ksoftirqd drains deferred softirq work: one more fair thread
+        burst_end = ks if ks > burst_end else burst_end
     start = t if t > free_at else free_at
     woke = t > thread.free           # it slept (no work left) before t: a wake-up, not a continued run
     if not woke and thread.free > start:
@@ -53,10 +62,20 @@ def fair_run(pool, thread, t: float, work: float) -> tuple[float, float, float]:
             start = burst_end            # ... or to the end of its burst
     switch = pool.context_switch if pool.last[core] is not None and pool.last[core] is not thread else 0.0
     used = 0.0 if woke else thread.used
-    crossings = int((used + work) // S) if n > 0 else 0
-    thread.used = used + work - crossings * S
+    if n > 0:
+        crossings = int((used + work) // S)
+        thread.used = used + work - crossings * S
+    else:
+        # alone on the core its requests renew slice after slice (no one to yield to): only the part
+        # of the current slice carries over, not a debt of slices run while nothing contended
+        crossings = 0
+        thread.used = (used + work) % S
     cpu = work + switch + crossings * pool.context_switch
-    done = start + cpu + crossings * n * S
+    wait = crossings * n * S
+    if burst_end < wait + start + cpu:
+        # the CPU-bound threads' bursts end before their slices would: they give the core back then
+        wait = max(burst_end - start - cpu, 0.0) if burst_end > t else 0.0
+    done = start + cpu + wait
     # softirq preempts threads: the core's FIFO (which softirq work queues on) takes only this thread's CPU
     # time, not its wait for other threads' slices
     pool.free[core] = (t if t > free_at else free_at) + cpu

@@ -115,6 +115,81 @@ def test_softirq_backlog_goes_to_ksoftirqd_behind_cpu_bound_threads():
     assert pool.deferred == 400 - k - 1 or pool.deferred == 400 - k
 
 
+
+def test_a_waiting_thread_hands_softirq_to_ksoftirqd_after_one_net_rx_round():
+    """__do_softirq stops with work pending when a thread waits for the core (need_resched), so past one
+    net_rx_action round (netdev_budget = 300 packets) the backlog is ksoftirqd's, well before 2 ms."""
+    from ovssim.cpu.defaults import NETDEV_BUDGET
+    env = simpy.Environment()
+    pool = CpuPool(env, 1, backlog_limit=None)
+    pool.add_background(1)
+    done = [pool.serve(0.0, 1e-6, 0) for _ in range(NETDEV_BUDGET + 50)]   # 0.35 ms, under 2 ms
+    assert pool.deferred == 50 - 1                     # item i waits behind i - 1 others
+    assert done[100] - done[99] == pytest.approx(1e-6)               # inline, at the core's speed
+    assert done[-1] - done[-2] == pytest.approx(2e-6)                # ksoftirqd beside the CPU-bound thread
+    # nobody waits for the core (two sleeping threads): the softirq runs on, no hand-over
+    quiet = CpuPool(env, 1, backlog_limit=None)
+    for i in range(2):
+        quiet.add_thread(Thread(f"idle{i}", "app"))
+    assert quiet.contended
+    done = [quiet.serve(0.0, 1e-6, 0) for _ in range(NETDEV_BUDGET + 50)]
+    assert quiet.deferred == 0 and done[-1] == pytest.approx((NETDEV_BUDGET + 50) * 1e-6)
+
+
+
+def test_a_starved_ksoftirqd_backlog_overflows_netdev_max_backlog():
+    """Softirq work keeps arriving while ksoftirqd drains at half a core: the per-CPU backlog fills to
+    netdev_max_backlog and the rest is dropped (enqueue_to_backlog), inline and deferred work counted alike."""
+    from ovssim.cpu.defaults import NETDEV_BUDGET, NETDEV_MAX_BACKLOG
+    env = simpy.Environment()
+    pool = CpuPool(env, 1)
+    pool.add_background(1)
+    done = [pool.serve(0.0, 5e-6, 0) for _ in range(1500)]
+    assert pool.refused == 1500 - NETDEV_MAX_BACKLOG - 1 == sum(d is None for d in done)
+    assert pool.deferred == NETDEV_MAX_BACKLOG - NETDEV_BUDGET
+    kept = [d for d in done if d is not None]
+    assert kept == sorted(kept)                         # one backlog, drained in order
+
+def test_ksoftirqd_draining_a_backlog_takes_its_share_from_the_threads():
+    """ksoftirqd is a fair thread: while it drains, a CPU-bound thread beside one other gets a third."""
+    def cpu_bound_run(flood: bool) -> float:
+        env = simpy.Environment()
+        pool = CpuPool(env, 1, backlog_limit=None)
+        pool.add_background(1)
+        th = pool.add_thread(Thread("iperf", "app"))
+        if flood:
+            for _ in range(400):
+                pool.serve(0.0, 50e-6, 0)              # 20 ms of softirq: ksoftirqd busy throughout
+        t0 = t = pool.free[0]                          # after the first 2 ms, run inline (irq context)
+        while t < t0 + 10 * pool.slice:
+            t = pool.run(th, t, 20e-6)
+        return th.ran / (t - t0)
+    assert cpu_bound_run(False) == pytest.approx(1 / 2, rel=0.05)
+    assert cpu_bound_run(True) == pytest.approx(1 / 3, rel=0.1)
+
+
+def test_scheduling_probe_in_a_guest_waits_for_the_host_threads_slice():
+    """Seed 002's probe loop in a 1-vCPU guest: alone it reports every loop; beside a CPU-bound host
+    thread on its vCPU's core it runs half the time and waits one host slice (plus a switch) at most."""
+    from ovssim.cpu.probe import scheduling_gaps
+
+    def gaps(load):
+        env = simpy.Environment()
+        host = CpuPool(env, 2, "xs")
+        if load is not None:
+            host.add_background(1, affinity=[0], **load)
+        guest = GuestCpus(env, 1, "vm", host, pin=[[0]])
+        return host, scheduling_gaps([(guest, guest.add_thread(Thread("probe", "app")))], 0.03, 2e-6)[0]
+    host, alone = gaps(None)
+    assert alone.min() == pytest.approx(2e-6) and alone.max() == pytest.approx(2e-6)
+    host, shared = gaps({})
+    assert shared.max() == pytest.approx(host.slice + 2e-6 + host.context_switch)
+    assert shared.sum() / len(shared) == pytest.approx(2 * 2e-6, rel=0.02)          # half the core
+    # a load that runs 3 ms in every 30: waits only inside its bursts, at most its slice
+    host, bursty = gaps({"period": 30e-3, "on": 3e-3})
+    assert bursty.max() <= host.slice + 2e-6 + host.context_switch
+    assert 2e-6 < bursty.mean() < 2e-6 / (1 - 0.1) + 1e-9
+
 def _scenario(host_extra="", vm_extra=""):
     from ovssim.scenario import from_dict
     import tomllib
@@ -173,6 +248,17 @@ def test_background_load_delays_guests_on_host_vcpus_by_slices():
     assert _ping_rtt(_scenario("background_threads = 2", veth))["rtt_mean"] == pytest.approx(
         _ping_rtt(_scenario("", veth))["rtt_mean"])
 
+
+
+def test_host_sched_slice_sets_how_long_a_load_holds_a_vcpus_core():
+    """A shorter slice on the host: a guest's vCPU waits less behind the CPU-bound load (RUN_TO_PARITY)."""
+    default = _ping_rtt(_scenario("background_threads = 2", "vcpus_on_host = true"))
+    short = _ping_rtt(_scenario('background_threads = 2\nsched_slice = "0.3ms"', "vcpus_on_host = true"))
+    assert short["runq_delay.h.vcpu"] <= 0.3e3 < default["runq_delay.h.vcpu"]
+    assert short["rtt_mean"] < default["rtt_mean"]
+    from ovssim.errors import ConfigError
+    with pytest.raises(ConfigError, match="sched_slice"):
+        _scenario('sched_slice = "0s"')
 
 @pytest.mark.parametrize("extra,match", [
     ("vcpu_pin = [[2]]", "vcpu_pin"),
