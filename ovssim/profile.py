@@ -65,17 +65,24 @@ for _q in QDISC_KINDS:
     # a qdisc's CPU work per skb enqueued and dequeued (default 0): schedulers differ in processing cost
     SCHEMA[f"qdisc.{_q}.cpu_per_packet"] = "time"
 
-# CPU work on a host, in seconds per packet, byte or call: what a faster (or less loaded) host does in less
-# time, so what Profile.scaled rescales by the ratio of speed indices (ovssim.collect.state).  Not in it:
-# hardware and hypervisor latencies (nic.rx_delay, vif.*.backend_delay, switch.*), the timer tick of the
-# idle stall, thresholds, sizes, counts and probabilities.
+# CPU work on a host, in seconds per packet, byte, segment, poll or call: what a faster (or less loaded) host
+# does in less time, so what Profile.scaled rescales by the ratio of speed indices (ovssim.collect.state).  Not in
+# it: latencies that are not CPU work -- hardware and hypervisor latencies (nic.rx_delay, vif.*.backend_delay,
+# switch.*), the receive stack's latency to the socket (host.stack_delay: it leaves the core idle,
+# ovssim/path/endpoint.py; fitted 31.5 / 31.4 us on this machine's quiet and busy days, speed indices 1.0 / 0.5),
+# wake-ups (app.wakeup, ovs.idle_wake, ovs.upcall_wakeup), the timer tick of the idle stall, timer latencies --
+# and thresholds, sizes, counts and probabilities.  ovs.latency stays in: the netdev thread's wait for its core,
+# which grows with the other jobs' load as the wall-clock speed index falls (fitted 27.7 / 127.9 us on the quiet
+# and busy days).
 CPU_COSTS: frozenset[str] = frozenset((
     "ovs.stats", "ovs.lookup", "ovs.actions", "ovs.upcall", "ovs.lookup_per_mask", "ovs.latency",
     "ovs.afxdp.per_packet", "ovs.afxdp.per_batch", "ovs.afxdp.empty_poll",
-    "linux_bridge.forward", "patch.translate", "veth.cpu_per_packet", "veth.cpu_per_byte", "host.stack_delay",
+    "linux_bridge.forward", "patch.translate", "patch.cpu_per_packet", "veth.cpu_per_packet", "veth.cpu_per_byte",
+    "nic.cpu_per_poll", "nic.cpu_per_packet", "nic.cpu_per_byte", "gso.cpu_per_segment", "gso.cpu_per_byte",
     "app.send_per_packet", "app.recv_per_packet", "app.rr_processing", "app.send_per_call",
     "app.send_per_byte", "app.recv_per_byte",
     *(f"vif.{k}.{c}" for k in VIF_KINDS for c in ("cpu_per_packet", "cpu_per_byte")),
+    *(f"qdisc.{q}.cpu_per_packet" for q in QDISC_KINDS),
 ))
 # cpu_busy: the share of the host's cores busy with other work while the data were taken (the collector's
 # cpu_busy of runs whose own tool uses next to no CPU, such as ping): what the netdev thread's wake-up after

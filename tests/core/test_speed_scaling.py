@@ -120,3 +120,15 @@ def test_sweep_points_differing_only_in_speed_index_get_their_own_profiles(tmp_p
     sc = from_dict(base, base_dir=tmp_path)
     one, two = (_profile_for(sc.replace(**{"scenario.speed_index": i})) for i in (1.0, 2.0))
     assert (one.time("patch.translate"), two.time("patch.translate")) == pytest.approx((8e-6, 4e-6))
+
+
+def test_cpu_costs_are_every_cpu_work_key_and_no_latency():
+    """Every parameter of CPU work per packet, byte, segment or poll scales (segmentation, NAPI polls, qdiscs,
+    patch ports included); latencies that leave the core idle -- the receive stack's, hardware's, wake-ups,
+    timers -- do not."""
+    work = {k for k in SCHEMA if ".cpu_per_" in k or k.startswith(("app.send_per", "app.recv_per"))}
+    assert work and work <= CPU_COSTS
+    latencies = {"host.stack_delay", "nic.rx_delay", "app.wakeup", "ovs.idle_wake", "ovs.idle_stall",
+                 "ovs.upcall_wakeup", "qdisc.watchdog_latency", "switch.latency",
+                 *(k for k in SCHEMA if k.endswith(".backend_delay"))}
+    assert latencies <= set(SCHEMA) and not latencies & CPU_COSTS
