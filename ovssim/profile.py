@@ -54,6 +54,8 @@ SCHEMA: dict[str, str] = {
     "switch.latency": "time", "switch.buffer": "size",
     "app.send_per_packet": "time", "app.recv_per_packet": "time", "app.rr_processing": "time",
     "app.send_per_call": "time", "app.wakeup": "time",
+    # a reader's wake-up when its core is idle, beyond app.wakeup: paid with the idle share 1 - [state] cpu_busy
+    "app.idle_wake": "time",
     # the socket copies per byte (tcp_sendmsg from user, tcp_recvmsg to user) on the application's core
     "app.send_per_byte": "time", "app.recv_per_byte": "time",
 }

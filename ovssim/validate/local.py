@@ -118,7 +118,7 @@ MEASURED_STATES = (QUIET25, BUSY25)
 FIT_KEYS = [("ovs", 1, "-", "none"), ("linux", 1, "-", "none")]
 # starting points of stage 1 (a shorter search): near a first fit of each state
 X0_QUIET = {"ovs.stats:scale": 4.6e-6, "vif.container-veth.cpu_per_packet": 0.24e-6, "host.stack_delay:scale": 30e-6,
-            "ovs.latency": 45e-6, "linux_bridge.forward:scale": 0.3e-6, "app.wakeup": 4e-6}
+            "ovs.latency": 45e-6, "linux_bridge.forward:scale": 0.3e-6, "app.idle_wake": 4e-6}
 X0_BUSY = {"ovs.stats:scale": 17.5e-6, "vif.container-veth.cpu_per_packet": 0.55e-6, "host.stack_delay:scale": 20e-6,
            "ovs.latency": 130e-6, "linux_bridge.forward:scale": 1.4e-6, "app.wakeup": 1e-6}
 
@@ -201,7 +201,9 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
               Param.parse("host.stack_delay:scale=0.5us..60us"),
               Param.parse("ovs.latency=0us..400us"),
               Param.parse("linux_bridge.forward:scale=0.1us..20us"),
-              Param.parse("app.wakeup=0.1us..60us")]
+              # the reader's wake-up: on a quiet machine an idle core's (app.idle_wake, paid with the idle share,
+              # so a busy state does not pay it), on a busy one a running core's (app.wakeup)
+              Param.parse("app.wakeup=0.1us..60us" if state["cpu_busy"] > 0.5 else "app.idle_wake=0.1us..60us")]
     host = fit_profile(runner, settings, name=host_name, configs=fit_cfgs, params=params, targets=targets,
                        data_files=data_files, state=state,
                        description=f"This machine's namespace testbed ({title}; 2 shared cores; OVS 3.1 netdev "
