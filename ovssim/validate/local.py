@@ -374,7 +374,9 @@ def notes(tb: TestbedResult, shaped: TestbedResult) -> None:
             "states'). The model's thread, woken after idling more than `ovs.idle_after`, finds its core "
             "idle with probability 1 - cpu_busy and pays `ovs.idle_wake` (fitted on the 1-bridge ping mean: "
             f"{wake}), else busy and waits a tick with probability `ovs.idle_stall_prob` (fitted on the busy "
-            "day). TCP_RR pays `app.wakeup` on both ends, ping none (its echo is answered in softirq).")
+            "day). TCP_RR wakes its reader on both ends, ping none (its echo is answered in softirq): on this "
+            "quiet machine the reader's core is idle (a halted vCPU), so the fit puts that wake-up in "
+            "`app.idle_wake`, paid with the idle share 1 - cpu_busy.")
     lines = []
     for bridge, link in (("ovs", "patch"), ("ovs", "veth"), ("linux", "veth")):
         base = get.get((f"{bridge}-1 tcp", "throughput"))
