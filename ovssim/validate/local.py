@@ -139,6 +139,21 @@ def _linux_tcp(d: pd.DataFrame) -> float:
     return float(sel["value"].mean())
 
 
+# latency index 1.0: the mean RTT of pings (every 10 ms) through one Linux bridge on the quiet 24 Nov
+# (data/local/2026-11-24/local-bridges, 10 runs of 100)
+REFERENCE_PING = 70.1e-6
+LATENCY_NOTE = ("; latency_index estimated: 70.1 us (the quiet 24-Nov Linux bridge's 1-bridge ping mean) over "
+                "this day's")
+
+
+def _linux_ping(d: pd.DataFrame) -> float:
+    """Mean ping RTT over the 1-bridge unshaped Linux bridge, offloads off (s)."""
+    d = without_offloads(d)
+    sel = d[(d["bridge"] == "linux") & (d["chain"] == 1) & (d["qdisc"] == "none") & (d["workload"] == "ping")
+            & (d["metric"] == "rtt_mean")]
+    return float(sel["value"].mean())
+
+
 def measured_state(df: pd.DataFrame, data: Path | None = None) -> dict:
     """A profile's ``[state]`` for the data ``df`` (of campaign directory ``data``).
 
@@ -148,13 +163,16 @@ def measured_state(df: pd.DataFrame, data: Path | None = None) -> dict:
     estimated on the collector's scale from the Linux bridge's 1-bridge TCP throughput (one flow, CPU-bound
     in the kernel, the kind of work ovssim.collect.state's veth ping-pong times): that throughput times the
     geometric mean of (measured index / the same throughput) over the campaigns of :data:`MEASURED_STATES`.
+    ``latency_index`` (no campaign measures one yet): :data:`REFERENCE_PING` over the Linux bridge's 1-bridge
+    ping mean -- the simplest path's wake-ups and receive stack, what :data:`ovssim.profile.LATENCIES` scale with.
     """
     from ..fit.profile_writer import machine_state_of
     ping = df[(df["workload"] == "ping") & (df["metric"] == "cpu_busy")]["value"]
-    state = {"cpu_busy": round(float(ping.median()), 3)}
+    state = {"cpu_busy": round(float(ping.median()), 3),
+             "latency_index": round(REFERENCE_PING / _linux_ping(df), 3)}
     measured = machine_state_of([data / "results.csv.gz"]) if data is not None else {}
     if measured:
-        return {**measured, **state}
+        return {**measured, **state, "note": measured["note"] + LATENCY_NOTE}
     refs = []
     for ref in MEASURED_STATES:
         st = machine_state_of([ref[0] / "results.csv.gz"])
@@ -170,7 +188,7 @@ def measured_state(df: pd.DataFrame, data: Path | None = None) -> dict:
                      f"{per_bit * 1e9:.4g} per Gbit/s, the geometric mean of measured index / that throughput "
                      "over " + ", ".join(f"{Path(p).parent.name}/{Path(p).name} ({i:.3f} at {t / 1e9:.2f} Gbit/s)"
                                          for i, t, p in refs)
-                     + " (ovssim/validate/local.py, measured_state)")
+                     + LATENCY_NOTE + " (ovssim/validate/local.py, measured_state)")
     return state
 
 

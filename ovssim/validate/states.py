@@ -25,8 +25,10 @@ from .simulate import Runner
 
 WORKLOADS = ["tcp", "rr", "ping"]
 # a day's speed index, when estimated (local.measured_state), comes from its Linux bridge's 1-bridge TCP
-# throughput: a profile moved to that day by it has seen that row, which is then not held out
+# throughput, its latency index (always estimated) from that bridge's ping: a profile moved to that day by them
+# has seen those rows, which are then not held out
 SPEED_INDEX_ROW = (("linux", 1, "-", "none"), "tcp")
+LATENCY_INDEX_ROW = (("linux", 1, "-", "none"), "ping")
 # (quiet, busy) pairs of the same testbed: measured states first (25 Nov), then the older estimated ones
 PAIRS = ((QUIET25, BUSY25), (QUIET, BUSY))
 
@@ -69,9 +71,10 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
             base = Profile.load(str(days[prof_day][2]))
             for data_day in pair:
                 df, st, _, samples = days[data_day]
-                prof = base if data_day is prof_day else base.scaled(st["speed_index"], cpu_busy=st["cpu_busy"])
+                prof = base if data_day is prof_day else base.scaled(st["speed_index"], cpu_busy=st["cpu_busy"],
+                                                                     latency_index=st["latency_index"])
                 tag = f"{_short(prof_day)}->{_short(data_day)}"
-                states[tag] = (base.state.get("speed_index"), st)
+                states[tag] = (base.state, st)
                 _compare(tb, runner, settings, tag, prof, data_day is prof_day, df, st, samples, medians)
     _notes(tb, states, medians)
     return [tb]
@@ -92,7 +95,8 @@ def _compare(tb, runner, settings, tag, prof, own_day, df, st, samples, medians)
         for wl, mm, f, sm, unit, metric in METRICS:
             if wl not in WORKLOADS:
                 continue
-            row_split = "in-sample" if estimated and not own_day and (k, wl) == SPEED_INDEX_ROW else split
+            seen = (k, wl) == LATENCY_INDEX_ROW or (estimated and (k, wl) == SPEED_INDEX_ROW)
+            row_split = "in-sample" if seen and not own_day else split
             runs = sel[(sel["workload"] == wl) & (sel["metric"] == mm)]["value"].to_numpy(float) * f
             if runs.size == 0:
                 continue
@@ -106,9 +110,10 @@ def _compare(tb, runner, settings, tag, prof, own_day, df, st, samples, medians)
         if own_day and ps.size and sim.size:
             medians[(tag, c.label)] = (float(np.median(ps)), float(np.median(sim)))
         if ps.size and sim.size:
+            ks_split = "in-sample" if (k, "ping") == LATENCY_INDEX_ROW and not own_day else split
             tb.rows.append(Comparison(tb.name, f"{tag} {c.label} ping", "ks_rtt", "KS", float("nan"),
                                       float("nan"), float("nan"), ks_distance(ps, sim), float("nan"),
-                                      float("nan"), split, "ks", band="-",
+                                      float("nan"), ks_split, "ks", band="-",
                                       note=f"{ps.size} measured / {sim.size} simulated RTTs"))
 
 
@@ -132,12 +137,15 @@ def _notes(tb: TestbedResult, states: dict, medians: dict) -> None:
         tb.notes.append("**Issue 17's table, with the refitted quiet profile** (`calibration/local_netns.toml`): "
                         + "; ".join(parts) + ".")
     tb.notes.extend(WHY)
-    for tag, (idx, st) in states.items():
+    for tag, (own, st) in states.items():
         p, d = tag.split("->")
         if p != d:
-            how = "estimated" if "estimated" in str(st.get("note", "")) else "measured"
-            tb.notes.append(f"**{p} profile -> {d} day**: CPU costs x{idx / st['speed_index']:.3g} (speed index "
-                            f"{idx} -> {st['speed_index']}, {how}), busy share {st['cpu_busy']}.")
+            how = "estimated" if "speed_index estimated" in str(st.get("note", "")) else "measured"
+            tb.notes.append(
+                f"**{p} profile -> {d} day**: CPU costs x{own['speed_index'] / st['speed_index']:.3g} (speed index "
+                f"{own['speed_index']} -> {st['speed_index']}, {how}), wake-up latencies "
+                f"x{own['latency_index'] / st['latency_index']:.3g} (latency index {own['latency_index']} -> "
+                f"{st['latency_index']}, estimated), busy share {own.get('cpu_busy')} -> {st['cpu_busy']}.")
     counts = []
     for tag in states:
         rows = [r for r in tb.rows if r.config.startswith(tag + " ") and r.split == "held-out"]

@@ -132,3 +132,26 @@ def test_cpu_costs_are_every_cpu_work_key_and_no_latency():
                  "ovs.upcall_wakeup", "qdisc.watchdog_latency", "switch.latency",
                  *(k for k in SCHEMA if k.endswith(".backend_delay"))}
     assert latencies <= set(SCHEMA) and not latencies & CPU_COSTS
+
+
+def test_a_latency_index_moves_the_wake_up_latencies_and_nothing_else():
+    """Profile.scaled(..., latency_index=) multiplies exactly the wake-up latencies (LATENCIES) by the ratio of
+    latency indices; the CPU costs follow the speed index alone; a profile without a latency index refuses."""
+    from ovssim.profile import LATENCIES
+    slow = Profile({"profile": {"name": "fitted"}, "state": {"speed_index": 1.0, "latency_index": 1.0},
+                    "params": {"app.idle_wake": "10us", "app.wakeup": "2us", "ovs.idle_wake": "90us"}},
+                   base=Profile.default())
+    fast = slow.scaled(1.0, latency_index=2.5)
+    assert LATENCIES <= set(SCHEMA) and not LATENCIES & CPU_COSTS
+    for key in SCHEMA:
+        before, after = value(slow, key), value(fast, key)
+        if key in LATENCIES:
+            assert after == pytest.approx(before / 2.5, rel=1e-9, abs=0), key
+        else:
+            assert after == before, key
+    assert fast.time("ovs.idle_wake") == pytest.approx(36e-6)
+    assert fast.state["latency_index"] == 2.5
+    with pytest.raises(ConfigError, match="states no latency index"):
+        fitted(1.0).scaled(1.0, latency_index=2.0)
+    with pytest.raises(ConfigError, match="latency index"):
+        slow.scaled(1.0, latency_index=0)
