@@ -1,16 +1,18 @@
 """Across states (issue 17): a profile fitted on one day's data predicting the other day's, and fitted on
 some bridge configurations predicting the rest.
 
-The namespace testbed was measured in two machine states (:data:`ovssim.validate.local.STATES`): quiet
-(``data/local/2026-11-24/local-bridges``; ``calibration/local_netns*.toml``, fitted by the ``local``
-section) and busy (``data/local/local-bridges``, 22 Nov; ``calibration/local_netns_busy*.toml``, fitted
-here).  Each profile predicts every unshaped configuration (OVS and Linux bridge, chains of 1, 2 and 4
-bridges) of both days.  On the other day it is moved to that day's state alone: CPU costs scaled by the
-ratio of speed indices (:meth:`ovssim.profile.Profile.scaled`) and the busy share the netdev thread's
-wake-ups find (``[state] cpu_busy``).  Nothing is refitted for the other day.
+Two pairs of one namespace testbed in two machine states (:data:`PAIRS`): quiet and busy 25 Nov (the same
+campaign, ``local-offloads``, collected twice with the collector's measured speed index before and after;
+``calibration/local_netns_quiet25*.toml``, ``local_netns_busy25*.toml``, fitted here) and quiet 24 / busy 22 Nov
+(``local-bridges``, no collector state; ``calibration/local_netns*.toml`` fitted by the ``local`` section,
+``local_netns_busy*.toml`` here).  Each profile predicts every unshaped configuration of its own day and of the
+other day of its pair.  On the other day it is moved to that day's state alone: CPU costs by the ratio of speed
+indices, wake-up latencies by the ratio of latency indices (:meth:`ovssim.profile.Profile.scaled`), and the
+busy share the wake-ups find (``[state] cpu_busy``).  Nothing is refitted for the other day.
 
-Split: the 1-bridge runs of the profile's own day are in-sample (what it was fitted on); its own day's
-chains are held out (other bridge configurations); every row of the other day is held out (other state).
+Split: the 1-bridge runs of the profile's own day are in-sample (what it was fitted on); its own day's chains
+are held out (other bridge configurations); every row of the other day is held out (other state) except the
+rows its state indices were estimated from (:func:`ovssim.validate.local.measured_state`).
 """
 from __future__ import annotations
 
