@@ -54,6 +54,8 @@ SCHEMA: dict[str, str] = {
     "switch.latency": "time", "switch.buffer": "size",
     "app.send_per_packet": "time", "app.recv_per_packet": "time", "app.rr_processing": "time",
     "app.send_per_call": "time", "app.wakeup": "time",
+    # a reader's wake-up when its core is idle, beyond app.wakeup: paid with the idle share 1 - [state] cpu_busy
+    "app.idle_wake": "time",
     # the socket copies per byte (tcp_sendmsg from user, tcp_recvmsg to user) on the application's core
     "app.send_per_byte": "time", "app.recv_per_byte": "time",
 }
@@ -65,22 +67,37 @@ for _q in QDISC_KINDS:
     # a qdisc's CPU work per skb enqueued and dequeued (default 0): schedulers differ in processing cost
     SCHEMA[f"qdisc.{_q}.cpu_per_packet"] = "time"
 
-# CPU work on a host, in seconds per packet, byte or call: what a faster (or less loaded) host does in less
-# time, so what Profile.scaled rescales by the ratio of speed indices (ovssim.collect.state).  Not in it:
-# hardware and hypervisor latencies (nic.rx_delay, vif.*.backend_delay, switch.*), the timer tick of the
-# idle stall, thresholds, sizes, counts and probabilities.
+# CPU work on a host, in seconds per packet, byte, segment, poll or call: what a faster (or less loaded) host
+# does in less time, so what Profile.scaled rescales by the ratio of speed indices (ovssim.collect.state).  Not in
+# it: latencies that are not CPU work -- hardware and hypervisor latencies (nic.rx_delay, vif.*.backend_delay,
+# switch.*), the receive stack's latency to the socket (host.stack_delay: it leaves the core idle,
+# ovssim/path/endpoint.py; fitted 31.5 / 31.4 us on this machine's quiet and busy days, speed indices 1.0 / 0.5),
+# wake-ups (app.wakeup, ovs.idle_wake, ovs.upcall_wakeup), the timer tick of the idle stall, timer latencies --
+# and thresholds, sizes, counts and probabilities.  ovs.latency stays in: the netdev thread's wait for its core,
+# which grows with the other jobs' load as the wall-clock speed index falls (fitted 27.7 / 127.9 us on the quiet
+# and busy days).
 CPU_COSTS: frozenset[str] = frozenset((
     "ovs.stats", "ovs.lookup", "ovs.actions", "ovs.upcall", "ovs.lookup_per_mask", "ovs.latency",
     "ovs.afxdp.per_packet", "ovs.afxdp.per_batch", "ovs.afxdp.empty_poll",
-    "linux_bridge.forward", "patch.translate", "veth.cpu_per_packet", "veth.cpu_per_byte", "host.stack_delay",
+    "linux_bridge.forward", "patch.translate", "patch.cpu_per_packet", "veth.cpu_per_packet", "veth.cpu_per_byte",
+    "nic.cpu_per_poll", "nic.cpu_per_packet", "nic.cpu_per_byte", "gso.cpu_per_segment", "gso.cpu_per_byte",
     "app.send_per_packet", "app.recv_per_packet", "app.rr_processing", "app.send_per_call",
     "app.send_per_byte", "app.recv_per_byte",
     *(f"vif.{k}.{c}" for k in VIF_KINDS for c in ("cpu_per_packet", "cpu_per_byte")),
+    *(f"qdisc.{q}.cpu_per_packet" for q in QDISC_KINDS),
 ))
+# Latencies that are wake-ups of an idle or sleeping context (the receive stack's latency to the socket, a
+# reader's wake-up, the netdev thread's wake-up on an idle core): what Profile.scaled rescales by the ratio of
+# latency indices.  On this machine they moved by x3 between two quiet evenings of one speed index (Linux-bridge
+# ping 70 us on 24 Nov, 15-45 us on 25 Nov, TCP throughput 3.5 Gbit/s both), so the CPU speed index cannot carry
+# them.
+LATENCIES: frozenset[str] = frozenset(("host.stack_delay", "app.wakeup", "app.idle_wake", "ovs.idle_wake"))
+# latency_index: the speed of those wake-ups relative to a reference (reference RTT / this state's RTT of a ping
+# through the simplest path: 1.0 the reference, 2.0 half its latency); ovssim/validate/local.py measured_state.
 # cpu_busy: the share of the host's cores busy with other work while the data were taken (the collector's
 # cpu_busy of runs whose own tool uses next to no CPU, such as ping): what the netdev thread's wake-up after
 # idling finds (ovssim/path/datapath.py, idle_stall_state); 1 when a profile does not state it
-STATE_KEYS = {"speed_index", "loadavg", "steal_share", "cpu_busy", "data", "note"}
+STATE_KEYS = {"speed_index", "latency_index", "loadavg", "steal_share", "cpu_busy", "data", "note"}
 
 
 def _check_busy_share(busy, source) -> None:
@@ -129,6 +146,7 @@ class Profile:
         self.state = self._check_state(data["state"], source) if "state" in data else (
             dict(base.state) if base is not None else {})
         self.cpu_factor = 1.0           # Profile.scaled: every CPU cost is multiplied by it
+        self.latency_factor = 1.0       # Profile.scaled: every wake-up latency (LATENCIES) is multiplied by it
         own = data.get("params", {})
         for k, v in own.items():
             self._validate(k, v, source)
@@ -156,10 +174,11 @@ class Profile:
             raise ConfigError(f"unknown key {unknown[0]!r} in [state]", file=source, key=f"state.{unknown[0]}",
                               fix=f"[state] takes: {', '.join(sorted(STATE_KEYS))}")
         _check_busy_share(state.get("cpu_busy"), source)
-        idx = state.get("speed_index")
-        if idx is not None and (isinstance(idx, bool) or not isinstance(idx, (int, float)) or not 0 < idx < 1e6):
-            raise ConfigError(f"speed_index {idx!r} is not a positive number", file=source,
-                              key="state.speed_index", fix=fix)
+        for key in ("speed_index", "latency_index"):
+            idx = state.get(key)
+            if idx is not None and (isinstance(idx, bool) or not isinstance(idx, (int, float)) or not 0 < idx < 1e6):
+                raise ConfigError(f"{key} {idx!r} is not a positive number", file=source, key=f"state.{key}",
+                                  fix=fix)
         return dict(state)
 
     @staticmethod
@@ -254,10 +273,13 @@ class Profile:
         overrides): what a profile given on the command line imposes (:mod:`ovssim.precedence`)."""
         return {k for k, o in self.origin.items() if o != DEFAULT_LABEL}
 
-    def scaled(self, speed_index: float, cpu_busy: float | None = None) -> "Profile":
+    def scaled(self, speed_index: float, cpu_busy: float | None = None,
+               latency_index: float | None = None) -> "Profile":
         """A copy for a host of ``speed_index`` (ovssim.collect.state): every CPU cost (:data:`CPU_COSTS`)
         times (this profile's index / ``speed_index``), every other parameter unchanged; with ``cpu_busy``,
-        the copy's state has that busy share (what the netdev thread's wake-ups find, :meth:`busy_share`)."""
+        the copy's state has that busy share (what the netdev thread's wake-ups find, :meth:`busy_share`);
+        with ``latency_index``, every wake-up latency (:data:`LATENCIES`) times (this profile's latency index
+        / ``latency_index``)."""
         own = self.state.get("speed_index")
         if own is None:
             raise ConfigError(f"profile {self.name!r} states no speed index, so it cannot be scaled to "
@@ -273,6 +295,17 @@ class Profile:
         if cpu_busy is not None:
             _check_busy_share(cpu_busy, self.source)
             p.state["cpu_busy"] = float(cpu_busy)
+        if latency_index is not None:
+            own_lat = self.state.get("latency_index")
+            if own_lat is None:
+                raise ConfigError(f"profile {self.name!r} states no latency index, so its wake-ups cannot be "
+                                  f"scaled to {latency_index!r}", file=self.source, key="state.latency_index",
+                                  fix="add [state] latency_index = ... (ovssim/validate/local.py measured_state)")
+            if isinstance(latency_index, bool) or not isinstance(latency_index, (int, float)) or not latency_index > 0:
+                raise ConfigError(f"latency index {latency_index!r} is not a positive number",
+                                  key="state.latency_index", fix="give a positive index, e.g. 1.2")
+            p.latency_factor = self.latency_factor * own_lat / latency_index
+            p.state["latency_index"] = latency_index
         p._dists = {}
         return p
 
@@ -289,6 +322,8 @@ class Profile:
             d = Distribution(self.params[key], where=f"params.{key}")
             if self.cpu_factor != 1.0 and key in CPU_COSTS:
                 d = d.scaled(self.cpu_factor)
+            elif self.latency_factor != 1.0 and key in LATENCIES:
+                d = d.scaled(self.latency_factor)
             self._dists[key] = d
         return d
 
@@ -297,7 +332,9 @@ class Profile:
 
     def time(self, key: str) -> float:
         t = units.time(self.params[key])
-        return t * self.cpu_factor if key in CPU_COSTS else t
+        if key in CPU_COSTS:
+            return t * self.cpu_factor
+        return t * self.latency_factor if key in LATENCIES else t
 
     def size(self, key: str) -> float:
         return units.size(self.params[key])

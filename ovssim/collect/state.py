@@ -8,6 +8,10 @@ before and after every campaign, how fast the host was at the time:
   veth pair the echo request is delivered and answered in the sender's softirq (``veth_xmit`` ->
   ``__netif_rx``; ``icmp_echo`` replies from ``net/ipv4/icmp.c`` without waking a process), so the rate
   measures the kernel's per-packet path cost on one core plus the ping process's own send/receive calls.
+* **spaced veth ping RTT**: ``ping -c 30 -i 0.01`` over the same pair -- one echo every 10 ms, so each finds
+  the cores as a real workload's packets do (an idle core halted, a busy one running another task): the
+  wake-up latencies the hot ping-pong never pays, which moved by x3 between two quiet evenings of one speed
+  index on this machine.  Reported (median of the repeats' mean RTT, microseconds), not part of the index.
 * **CPU loop rate**: SHA-256 over a fixed 1 MiB buffer (OpenSSL's C code through :mod:`hashlib`,
   independent of the Python version), timed by the wall clock so a shared core shows as a slower host.
 * ``/proc/loadavg``, the steal share of ``/proc/stat`` during the benchmark, the CPU frequency
@@ -41,7 +45,10 @@ CPU_BLOCK = bytes(1 << 20)
 # rounded medians of this module's first measurement there (2026-11-25, 00:10 UTC, load average 1.6); later
 # measurements of the same host gave indices 0.56-0.83 under the other jobs' load and 0.97-1.11 at load 1.4-1.9.
 REFERENCE = {"veth_pingpong_per_s": 140_000.0, "cpu_sha256_mib_per_s": 1800.0}
+SPACED_PINGS = 30             # per repeat, one every SPACED_INTERVAL: 0.3 s
+SPACED_INTERVAL = 0.01
 _TIME_MS = re.compile(r"\btime (\d+)ms")
+_RTT_AVG = re.compile(r"= [\d.]+/([\d.]+)/")
 _RECEIVED = re.compile(r"(\d+) received")
 
 
@@ -135,6 +142,16 @@ def veth_pingpong_rate(pair: VethPair, count: int = PINGS) -> float:
     return int(got.group(1)) / (int(ms.group(1)) / 1000.0)
 
 
+def veth_ping_rtt(pair: VethPair, count: int = SPACED_PINGS, interval: float = SPACED_INTERVAL) -> float:
+    """Mean echo RTT in microseconds of ``count`` pings ``interval`` s apart across ``pair``."""
+    res = run(["ip", "netns", "exec", pair.ns[0], "ping", "-q", "-c", str(count), "-i", f"{interval:g}",
+               pair.addr[1]], timeout=60)
+    avg = _RTT_AVG.search(res.stdout)
+    if not avg:
+        raise CommandError(res.argv, res.returncode, f"unexpected ping output: {res.stdout[-200:]}")
+    return float(avg.group(1)) * 1000.0
+
+
 def spread(values: list[float]) -> dict:
     """Median, min, max and relative spread ((max - min) / median) of repeated figures."""
     med = statistics.median(values)
@@ -155,14 +172,16 @@ def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = 
     load = os.getloadavg()
     s0 = _steal_jiffies()
     t0 = time.perf_counter()
-    ping_rates, cpu_rates = [], []
+    ping_rates, cpu_rates, rtts = [], [], []
     with VethPair() as pair:
         run(["ip", "netns", "exec", pair.ns[0], "ping", "-c", "1", "-W", "1", pair.addr[1]], check=False)
         for _ in range(repeats):
             ping_rates.append(veth_pingpong_rate(pair, pings))
             cpu_rates.append(cpu_loop_rate(cpu_seconds))
+            rtts.append(veth_ping_rtt(pair))
     s1 = _steal_jiffies()
-    bench = {"veth_pingpong_per_s": spread(ping_rates), "cpu_sha256_mib_per_s": spread(cpu_rates)}
+    bench = {"veth_pingpong_per_s": spread(ping_rates), "cpu_sha256_mib_per_s": spread(cpu_rates),
+             "veth_ping_rtt_us": spread(rtts)}
     return {
         "time": started,
         "benchmark_seconds": round(time.perf_counter() - t0, 2),
@@ -183,7 +202,8 @@ def describe(state: dict) -> str:
     p, c = b["veth_pingpong_per_s"], b["cpu_sha256_mib_per_s"]
     mhz = f", {state['cpu_mhz']:.0f} MHz" if state.get("cpu_mhz") else ""
     return (f"speed index {state['speed_index']:.3f} (veth ping-pong {p['median']:,.0f}/s "
-            f"±{50 * p['rel_spread']:.0f}%, CPU loop {c['median']:,.0f} MiB/s ±{50 * c['rel_spread']:.0f}%), "
+            f"±{50 * p['rel_spread']:.0f}%, CPU loop {c['median']:,.0f} MiB/s ±{50 * c['rel_spread']:.0f}%)"
+            + (f", spaced ping {b['veth_ping_rtt_us']['median']:.0f} us" if "veth_ping_rtt_us" in b else "") + ", "
             f"load {' '.join(f'{x:.2f}' for x in state['loadavg'])}, steal {100 * state['steal_share']:.1f}%{mhz}")
 
 

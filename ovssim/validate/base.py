@@ -92,7 +92,8 @@ def fit_profile(runner: Runner, settings: Settings, *, name: str, configs: list[
                 tied: dict | None = None, fixed: dict | None = None) -> tuple[Path, CalibrationResult | None]:
     """Calibrate ``params`` against ``targets`` over ``configs`` and write ``calibration/<name>.toml``.
 
-    ``state``: the profile's ``[state]`` where the data carry no collector machine state.
+    ``state``: the profile's ``[state]``: keys the data's collector machine state lacks (``cpu_busy``), or all
+    of it where the data carry none.
     ``tied``: parameters set to a fitted one's value (``{"app.recv_per_byte": "app.send_per_byte"}``);
     ``fixed``: parameters set to given values (measured directly) beside the fitted ones, written with them.
 
@@ -124,8 +125,8 @@ def fit_profile(runner: Runner, settings: Settings, *, name: str, configs: list[
                         method="simulation-based calibration (ovssim.fit.calibrate) over several "
                                f"configurations via ovssim.validate.simulate.MultiConfigModel; {method_note}",
                         description=description, fit=fit, uncertainty=unc or None, extra_data=extra_data)
-    if state and "state" not in doc:
-        doc["state"] = state
+    if state:                      # the data's collector state wins; ``state`` adds what it lacks (cpu_busy)
+        doc["state"] = {**state, **doc.get("state", {})}
     doc["profile"]["base"] = base_profile if not Path(str(base_profile)).is_absolute() else Path(base_profile).stem
     write_profile(path, doc)
     return path, res

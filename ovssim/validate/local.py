@@ -103,44 +103,96 @@ def _config(bridge: str, chain: int, link: str, qdisc: str, workloads: list[str]
                   {"bridge": bridge, "chain": int(chain), "link": link, "qdisc": qdisc})
 
 
-# the two machine states of this testbed: quiet (the latest data, what local_netns*.toml are fitted on) and
-# busy (22 Nov, the second state, local_netns_busy*.toml); (data, host profile, profile, title)
+# the machine states of this testbed: (data, host profile, profile, title).  Quiet 24 Nov (the latest data of
+# local-bridges, what local_netns*.toml are fitted on) and busy 22 Nov (local_netns_busy*.toml): no collector
+# machine state, the speed index estimated (measured_state).  Quiet and busy 25 Nov: the same campaign
+# (local-offloads: OVS 1, 2 and 4 bridges, Linux bridge 1) with the collector's measured state before and after.
 QUIET = (DATA, "local_netns_host", "local_netns", "quiet, 24 Nov")
 BUSY = (ROOT / "data" / "local" / "local-bridges", "local_netns_busy_host", "local_netns_busy", "busy, 22 Nov")
+QUIET25 = (ROOT / "data" / "local" / "2026-11-25-quiet" / "local-offloads", "local_netns_quiet25_host",
+           "local_netns_quiet25", "quiet, 25 Nov")
+BUSY25 = (ROOT / "data" / "local" / "2026-11-25" / "local-offloads", "local_netns_busy25_host",
+          "local_netns_busy25", "busy, 25 Nov")
 STATES = (QUIET, BUSY)
+MEASURED_STATES = (QUIET25, BUSY25)
 FIT_KEYS = [("ovs", 1, "-", "none"), ("linux", 1, "-", "none")]
 # starting points of stage 1 (a shorter search): near a first fit of each state
 X0_QUIET = {"ovs.stats:scale": 4.6e-6, "vif.container-veth.cpu_per_packet": 0.24e-6, "host.stack_delay:scale": 30e-6,
-            "ovs.latency": 45e-6, "linux_bridge.forward:scale": 0.3e-6, "app.wakeup": 4e-6}
+            "ovs.latency": 45e-6, "linux_bridge.forward:scale": 0.3e-6, "app.idle_wake": 4e-6}
 X0_BUSY = {"ovs.stats:scale": 17.5e-6, "vif.container-veth.cpu_per_packet": 0.55e-6, "host.stack_delay:scale": 20e-6,
            "ovs.latency": 130e-6, "linux_bridge.forward:scale": 1.4e-6, "app.wakeup": 1e-6}
 
 
-def measured_state(df: pd.DataFrame, reference: pd.DataFrame | None = None) -> dict:
-    """A profile's ``[state]`` for data the collector took no machine state of (before 25 Nov 2026).
+def without_offloads(df: pd.DataFrame) -> pd.DataFrame:
+    """The runs with the namespaces' transmit offloads off (what the netdev datapath needs; local-offloads
+    also ran the Linux bridge with them on)."""
+    if "vm_tx_offload" not in df:
+        return df
+    return df[~df["vm_tx_offload"].astype(str).str.lower().isin(["true", "1"])]
+
+
+def _linux_tcp(d: pd.DataFrame) -> float:
+    """Mean iperf3 TCP throughput over the 1-bridge unshaped Linux bridge, offloads off."""
+    d = without_offloads(d)
+    sel = d[(d["bridge"] == "linux") & (d["chain"] == 1) & (d["qdisc"] == "none") & (d["workload"] == "tcp")
+            & (d["metric"] == "throughput")]
+    return float(sel["value"].mean())
+
+
+# latency index 1.0: the mean RTT of pings (every 10 ms) through one Linux bridge on the quiet 24 Nov
+# (data/local/2026-11-24/local-bridges, 10 runs of 100)
+REFERENCE_PING = 70.1e-6
+LATENCY_NOTE = ("; latency_index estimated: 70.1 us (the quiet 24-Nov Linux bridge's 1-bridge ping mean) over "
+                "this day's")
+
+
+def _linux_ping(d: pd.DataFrame) -> float:
+    """Mean ping RTT over the 1-bridge unshaped Linux bridge, offloads off (s)."""
+    d = without_offloads(d)
+    sel = d[(d["bridge"] == "linux") & (d["chain"] == 1) & (d["qdisc"] == "none") & (d["workload"] == "ping")
+            & (d["metric"] == "rtt_mean")]
+    return float(sel["value"].mean())
+
+
+def measured_state(df: pd.DataFrame, data: Path | None = None) -> dict:
+    """A profile's ``[state]`` for the data ``df`` (of campaign directory ``data``).
 
     ``cpu_busy``: the median busy share of the cores during the ping runs (ping itself uses next to no CPU,
-    so it is what the other jobs kept busy).  ``speed_index``: estimated, not measured -- the Linux bridge's
-    1-bridge TCP throughput (one flow, CPU-bound in the kernel, the kind of work ovssim.collect.state's veth
-    ping-pong times) relative to ``reference``'s (the quiet data: 1.0).
+    so it is what the other jobs kept busy).  ``speed_index``: the collector's (the mean of its before/after
+    measurements, :func:`ovssim.fit.profile_writer.machine_state_of`) where the campaign has one; else
+    estimated on the collector's scale from the Linux bridge's 1-bridge TCP throughput (one flow, CPU-bound
+    in the kernel, the kind of work ovssim.collect.state's veth ping-pong times): that throughput times the
+    geometric mean of (measured index / the same throughput) over the campaigns of :data:`MEASURED_STATES`.
+    ``latency_index`` (no campaign measures one yet): :data:`REFERENCE_PING` over the Linux bridge's 1-bridge
+    ping mean -- the simplest path's wake-ups and receive stack, what :data:`ovssim.profile.LATENCIES` scale with.
     """
+    from ..fit.profile_writer import machine_state_of
     ping = df[(df["workload"] == "ping") & (df["metric"] == "cpu_busy")]["value"]
-    state = {"cpu_busy": round(float(ping.median()), 3)}
-
-    def linux_tcp(d):
-        sel = d[(d["bridge"] == "linux") & (d["chain"] == 1) & (d["qdisc"] == "none") & (d["workload"] == "tcp")
-                & (d["metric"] == "throughput")]
-        return float(sel["value"].mean())
-
-    ref = reference if reference is not None else df
-    state["speed_index"] = round(linux_tcp(df) / linux_tcp(ref), 3)
+    state = {"cpu_busy": round(float(ping.median()), 3),
+             "latency_index": round(REFERENCE_PING / _linux_ping(df), 3)}
+    measured = machine_state_of([data / "results.csv.gz"]) if data is not None else {}
+    if measured:
+        return {**measured, **state, "note": measured["note"] + LATENCY_NOTE}
+    refs = []
+    for ref in MEASURED_STATES:
+        st = machine_state_of([ref[0] / "results.csv.gz"])
+        if st and (ref[0] / "results.csv.gz").is_file():
+            refs.append((st["speed_index"], _linux_tcp(load_measured(ref[0])), ref[0]))
+    if not refs:
+        raise FileNotFoundError("no campaign with a measured machine state to put the estimate on the collector's "
+                                f"scale: {', '.join(str(r[0]) for r in MEASURED_STATES)}")
+    per_bit = float(np.exp(np.mean([np.log(i / t) for i, t, _ in refs])))
+    state["speed_index"] = round(_linux_tcp(df) * per_bit, 3)
     state["note"] = ("no machine_state in these data: cpu_busy = median cpu_busy of the ping runs; speed_index "
-                     "estimated as the Linux bridge's 1-bridge TCP throughput relative to data/local/2026-11-24's "
-                     "(ovssim/validate/local.py, measured_state)")
+                     "estimated on the collector's scale: the Linux bridge's 1-bridge TCP throughput times "
+                     f"{per_bit * 1e9:.4g} per Gbit/s, the geometric mean of measured index / that throughput "
+                     "over " + ", ".join(f"{Path(p).parent.name}/{Path(p).name} ({i:.3f} at {t / 1e9:.2f} Gbit/s)"
+                                         for i, t, p in refs)
+                     + LATENCY_NOTE + " (ovssim/validate/local.py, measured_state)")
     return state
 
 
-def fit_state(runner: Runner, settings: Settings, which=QUIET, reference: Path = DATA):
+def fit_state(runner: Runner, settings: Settings, which=QUIET):
     """Fit the two profiles of one machine state on its 1-bridge unshaped runs (OVS and Linux bridge).
 
     Stage 1 (``which[1]``): TCP throughput, TCP_RR RTT and the Linux bridge's ping mean (which, beside its
@@ -149,8 +201,8 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET, reference: Path =
     mostly idle, the tick stall where they were busy.  Returns (df, state, (host path, result), (path, result)).
     """
     data, host_name, name, title = which
-    df = load_measured(data)
-    state = measured_state(df, load_measured(reference) if data != reference else None)
+    df = without_offloads(load_measured(data))
+    state = measured_state(df, data)
     data_files = [data / "results.csv.gz"] if (data / "results.csv.gz").is_file() else []
     fit_cfgs = [_config("ovs", 1, "-", "none", ["tcp", "rr"]), _config("linux", 1, "-", "none", ["ping", "rr", "tcp"])]
     targets = []
@@ -167,7 +219,9 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET, reference: Path =
               Param.parse("host.stack_delay:scale=0.5us..60us"),
               Param.parse("ovs.latency=0us..400us"),
               Param.parse("linux_bridge.forward:scale=0.1us..20us"),
-              Param.parse("app.wakeup=0.1us..60us")]
+              # the reader's wake-up: on a quiet machine an idle core's (app.idle_wake, paid with the idle share,
+              # so a busy state does not pay it), on a busy one a running core's (app.wakeup)
+              Param.parse("app.wakeup=0.1us..60us" if state["cpu_busy"] > 0.5 else "app.idle_wake=0.1us..60us")]
     host = fit_profile(runner, settings, name=host_name, configs=fit_cfgs, params=params, targets=targets,
                        data_files=data_files, state=state,
                        description=f"This machine's namespace testbed ({title}; 2 shared cores; OVS 3.1 netdev "
@@ -338,7 +392,9 @@ def notes(tb: TestbedResult, shaped: TestbedResult) -> None:
             "states'). The model's thread, woken after idling more than `ovs.idle_after`, finds its core "
             "idle with probability 1 - cpu_busy and pays `ovs.idle_wake` (fitted on the 1-bridge ping mean: "
             f"{wake}), else busy and waits a tick with probability `ovs.idle_stall_prob` (fitted on the busy "
-            "day). TCP_RR pays `app.wakeup` on both ends, ping none (its echo is answered in softirq).")
+            "day). TCP_RR wakes its reader on both ends, ping none (its echo is answered in softirq): on this "
+            "quiet machine the reader's core is idle (a halted vCPU), so the fit puts that wake-up in "
+            "`app.idle_wake`, paid with the idle share 1 - cpu_busy.")
     lines = []
     for bridge, link in (("ovs", "patch"), ("ovs", "veth"), ("linux", "veth")):
         base = get.get((f"{bridge}-1 tcp", "throughput"))

@@ -56,3 +56,28 @@ def test_ping_skips_the_wakeup():
     _, r1 = _run(WAKE, wl, "w:rtt")
     assert r0.size == r1.size == 30
     assert np.array_equal(r0, r1)
+
+
+@pytest.mark.parametrize("busy", [0.0, 0.25, 1.0])
+def test_an_idle_cores_wakeup_is_paid_with_the_idle_share(busy):
+    """app.idle_wake (a halted vCPU's wake-up through the hypervisor) is paid per message with the idle share
+    1 - [state] cpu_busy: all of it on an idle machine, none on a busy one; ping still pays nothing."""
+    from ovssim.profile import Profile
+
+    def prof(idle_wake):
+        return Profile({"profile": {"name": "p"}, "state": {"cpu_busy": busy},
+                        "params": {"app.idle_wake": f"{idle_wake * 1e6}us"}}, base=Profile.default())
+
+    def run(idle_wake, workload, key):
+        d = copy.deepcopy({k: v for k, v in load_scenario(SCENARIO).data.items() if not k.startswith("_")})
+        d["scenario"]["duration"] = "0.5s"
+        d.pop("params", None)
+        d["workload"] = [{"name": "w", "from": "ns1", "to": "ns2", **workload}]
+        return np.asarray(run_scenario(d, profile=prof(idle_wake), reps=1, seed=3).samples.get(key, []))
+
+    rr = {"tool": "netperf", "test": "TCP_RR", "r": "1,1", "l": "0.3s"}
+    lat0, lat1 = run(0.0, rr, "w:rr_latency"), run(WAKE, rr, "w:rr_latency")
+    assert lat0.size and lat1.size
+    assert np.median(lat1) - np.median(lat0) == pytest.approx(2 * (1 - busy) * WAKE * 1e3, rel=0.15, abs=1e-4)
+    ping = {"tool": "ping", "c": 30, "i": "10ms"}
+    assert np.array_equal(run(0.0, ping, "w:rtt"), run(WAKE, ping, "w:rtt"))

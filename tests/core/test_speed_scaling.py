@@ -120,3 +120,38 @@ def test_sweep_points_differing_only_in_speed_index_get_their_own_profiles(tmp_p
     sc = from_dict(base, base_dir=tmp_path)
     one, two = (_profile_for(sc.replace(**{"scenario.speed_index": i})) for i in (1.0, 2.0))
     assert (one.time("patch.translate"), two.time("patch.translate")) == pytest.approx((8e-6, 4e-6))
+
+
+def test_cpu_costs_are_every_cpu_work_key_and_no_latency():
+    """Every parameter of CPU work per packet, byte, segment or poll scales (segmentation, NAPI polls, qdiscs,
+    patch ports included); latencies that leave the core idle -- the receive stack's, hardware's, wake-ups,
+    timers -- do not."""
+    work = {k for k in SCHEMA if ".cpu_per_" in k or k.startswith(("app.send_per", "app.recv_per"))}
+    assert work and work <= CPU_COSTS
+    latencies = {"host.stack_delay", "nic.rx_delay", "app.wakeup", "ovs.idle_wake", "ovs.idle_stall",
+                 "ovs.upcall_wakeup", "qdisc.watchdog_latency", "switch.latency",
+                 *(k for k in SCHEMA if k.endswith(".backend_delay"))}
+    assert latencies <= set(SCHEMA) and not latencies & CPU_COSTS
+
+
+def test_a_latency_index_moves_the_wake_up_latencies_and_nothing_else():
+    """Profile.scaled(..., latency_index=) multiplies exactly the wake-up latencies (LATENCIES) by the ratio of
+    latency indices; the CPU costs follow the speed index alone; a profile without a latency index refuses."""
+    from ovssim.profile import LATENCIES
+    slow = Profile({"profile": {"name": "fitted"}, "state": {"speed_index": 1.0, "latency_index": 1.0},
+                    "params": {"app.idle_wake": "10us", "app.wakeup": "2us", "ovs.idle_wake": "90us"}},
+                   base=Profile.default())
+    fast = slow.scaled(1.0, latency_index=2.5)
+    assert LATENCIES <= set(SCHEMA) and not LATENCIES & CPU_COSTS
+    for key in SCHEMA:
+        before, after = value(slow, key), value(fast, key)
+        if key in LATENCIES:
+            assert after == pytest.approx(before / 2.5, rel=1e-9, abs=0), key
+        else:
+            assert after == before, key
+    assert fast.time("ovs.idle_wake") == pytest.approx(36e-6)
+    assert fast.state["latency_index"] == 2.5
+    with pytest.raises(ConfigError, match="states no latency index"):
+        fitted(1.0).scaled(1.0, latency_index=2.0)
+    with pytest.raises(ConfigError, match="latency index"):
+        slow.scaled(1.0, latency_index=0)
