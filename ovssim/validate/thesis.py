@@ -17,10 +17,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pandas as pd
+
 from .. import units
 from ..fit.calibrate import Param, Target, target_sigma
 from . import plots
-from .base import (SCENARIOS, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, shown,
+from .base import (ROOT, SCENARIOS, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, shown,
                    variant)
 from .compare import Comparison, mean_ci, ranking_agreement
 from .seed_data import SEED_DIR, THESIS_SCHEDULERS, load_seed_table, thesis_table
@@ -54,6 +56,19 @@ X0 = {"vif.kvm-tap.backend_delay:scale": 25e-6, "vif.kvm-tap.backend_delay:s": 0
       "linux_bridge.forward:scale": 55e-6, "linux_bridge.forward:s": 0.2}   # without a committed profile
 FIT_REPS = 2               # replications per evaluation: their spread enters each residual's variance
 FIT_EVALS_PER_BUDGET = 3   # Nelder-Mead evaluations per unit of Settings.max_evals (4 parameters)
+
+
+#: per-packet CPU time of a qdisc's own code, measured on this machine's kernel (perf cpu-clock samples in the
+#: qdisc's symbols per packet); of the thesis's schedulers only HTB and FIFO (pfifo_fast) exist in that kernel
+QDISC_CPU = ROOT / "data" / "local" / "2026-11-25-qdisc-cpu" / "results.csv"
+
+
+def measured_qdisc_costs(kinds=("htb", "pfifo_fast")) -> dict:
+    """``{"qdisc.<kind>.cpu_per_packet": "<mean>ns"}`` for the measured kinds (a value, not a fit)."""
+    if not QDISC_CPU.is_file():
+        return {}
+    means = pd.read_csv(QDISC_CPU).groupby("qdisc")["ns_per_packet"].mean()
+    return {f"qdisc.{k}.cpu_per_packet": f"{means[k]:.0f}ns" for k in kinds if k in means.index}
 
 
 def warm_start(profile_path: Path, params: list[Param], fallback: dict) -> dict:
@@ -106,13 +121,15 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
     params = [Param.parse(p) for p in FIT_PARAMS]
     fit_settings = dataclasses.replace(settings, fit_reps=max(settings.fit_reps, FIT_REPS))
     path, res = fit_profile(runner, fit_settings, name="thesis_kvm", configs=fit_cfgs, params=params, targets=targets,
-                            data_files=[seed_csv], max_evals=FIT_EVALS_PER_BUDGET * settings.max_evals,
+                            data_files=[seed_csv] + ([QDISC_CPU] if QDISC_CPU.is_file() else []),
+                            fixed=measured_qdisc_costs(), max_evals=FIT_EVALS_PER_BUDGET * settings.max_evals,
                             description="Seed 000 KVM testbed: fitted on the FIFO rows (OVS and Linux bridge) of "
                                         "Tables 3-5; HFSC/HTB/SFQ/CODEL/FQ-CODEL are held out",
                             method_note="targets: netperf TCP_RR RTT and iperf UDP jitter (its expectation, "
                                         "jitter_mean), FIFO row only (TCP_STREAM throughput is not a target: no "
                                         "fitted parameter moves it); sigma = rounding band of the printed value, "
-                                        "floored at 1%; warm start from the committed profile",
+                                        "floored at 1%; warm start from the committed profile; qdisc.htb/pfifo_fast.cpu_per_packet "
+                                        "measured (data/local/2026-11-25-qdisc-cpu), not fitted",
                             x0=warm_start(settings.calibration_dir / "thesis_kvm.toml", params, X0))
     docker_path = path      # Docker: the KVM profile; nothing is fitted on Docker data
     # -- predict ----------------------------------------------------------------------------
@@ -200,15 +217,25 @@ def notes(tb: TestbedResult) -> None:
         "RTT rows and, carried to Docker, broke its throughput rows. It is left at 0 here; the "
         "discrepancy stands.")
     if tb.name == "thesis_kvm":
+        costs = measured_qdisc_costs()
+        htb = costs.get("qdisc.htb.cpu_per_packet")
+        htb_ns = units.time(htb) * 1e9 if htb else float("nan")
+        ovs = {r.config.split(" ", 1)[1]: r.measured for r in rows("rtt", "OVS")}
+        extra = sorted((v - ovs["FIFO"]) / 2 * 1e3 for k, v in ovs.items() if k != "FIFO")
         tb.notes.append(
             "**Schedulers.** In the model the tap port's qdisc never holds a queue (the bottleneck is the "
-            "100 Mbit/s NIC and switch), so all six schedulers give the same throughput and RTT up to sampling "
-            "noise, and the FIFO-fitted RTT misses the other schedulers by 10-26%: the thesis's RTT differences "
-            "(OVS 0.31 ms FIFO vs 0.35-0.38 ms for the others) need a per-qdisc processing cost (classification "
-            "in HTB/HFSC, CoDel's timestamps and control law, SFQ's hashing) that the model does not have. We "
-            "did not fit one away. Whether the differences lie inside the thesis's measurement noise cannot be "
-            "decided: no CI is published (Figures 11-16 are missing from the text). The scheduler rankings are "
-            "therefore not preserved; where the simulated order differs from FIFO's, it is sampling noise.")
+            "100 Mbit/s NIC and switch), so the schedulers differ only by their own per-packet processing "
+            "(`qdisc.<kind>.cpu_per_packet`). The thesis's OVS RTTs (FIFO 0.31 ms, the others 0.35-0.38 ms) would "
+            f"need {extra[0]:.0f}-{extra[-1]:.0f} us more per qdisc crossing (a transaction crosses two: the "
+            "request at the receiver's tap port, the response at the sender's). Measured on this machine's kernel "
+            f"(data/local/2026-11-25-qdisc-cpu, perf samples in the qdisc's own functions): HTB {htb_ns:.0f} ns per "
+            "packet, FIFO (pfifo_fast) 0 -- an empty pfifo_fast is bypassed (TCQ_F_CAN_BYPASS, "
+            "__dev_xmit_skb in net/core/dev.c). These measured costs are in the profile; they are two orders of "
+            "magnitude too small to explain the thesis's differences, and HFSC, SFQ, CoDel and FQ-CoDel (not in "
+            "this kernel) have none. Nothing is fitted on the held-out schedulers. Whether the thesis's "
+            "differences lie inside its measurement noise cannot be decided: no CI is published (Figures 11-16 "
+            "are missing from the text). The scheduler rankings are therefore not preserved; where the "
+            "simulated order differs from FIFO's, it is sampling noise.")
         fit = tb.fit
         jit = {b: _row(tb, f"{BRIDGES[b][1]} FIFO", "jitter") for b in BRIDGES}
         tb.notes.append(
