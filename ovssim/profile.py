@@ -273,6 +273,18 @@ class Profile:
         overrides): what a profile given on the command line imposes (:mod:`ovssim.precedence`)."""
         return {k for k, o in self.origin.items() if o != DEFAULT_LABEL}
 
+    def _index_ratio(self, key: str, value, *, value_key: str, own_fix: str, value_fix: str) -> float:
+        """This profile's ``[state] key`` over ``value`` (a speed or latency index), with one clear error
+        when the profile states none or ``value`` is not a positive number."""
+        name = key.replace("_", " ")
+        own = self.state.get(key)
+        if own is None:
+            raise ConfigError(f"profile {self.name!r} states no {name}, so it cannot be scaled to {value!r}",
+                              file=self.source, key=f"state.{key}", fix=own_fix)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ConfigError(f"{name} {value!r} is not a positive number", key=value_key, fix=value_fix)
+        return own / value
+
     def scaled(self, speed_index: float, cpu_busy: float | None = None,
                latency_index: float | None = None) -> "Profile":
         """A copy for a host of ``speed_index`` (ovssim.collect.state): every CPU cost (:data:`CPU_COSTS`)
@@ -280,31 +292,21 @@ class Profile:
         the copy's state has that busy share (what the netdev thread's wake-ups find, :meth:`busy_share`);
         with ``latency_index``, every wake-up latency (:data:`LATENCIES`) times (this profile's latency index
         / ``latency_index``)."""
-        own = self.state.get("speed_index")
-        if own is None:
-            raise ConfigError(f"profile {self.name!r} states no speed index, so it cannot be scaled to "
-                              f"{speed_index!r}", file=self.source, key="state.speed_index",
-                              fix="fit it on data with a machine_state, or add [state] speed_index = ... to it")
-        if isinstance(speed_index, bool) or not isinstance(speed_index, (int, float)) or not speed_index > 0:
-            raise ConfigError(f"speed index {speed_index!r} is not a positive number", key="scenario.speed_index",
-                              fix="give the index ovssim.collect.state measured, e.g. 0.8")
+        ratio = self._index_ratio("speed_index", speed_index, value_key="scenario.speed_index",
+                                  own_fix="fit it on data with a machine_state, or add [state] speed_index = ... to it",
+                                  value_fix="give the index ovssim.collect.state measured, e.g. 0.8")
         p = Profile.__new__(Profile)
         p.__dict__.update(self.__dict__)
-        p.cpu_factor = self.cpu_factor * own / speed_index
+        p.cpu_factor = self.cpu_factor * ratio
         p.state = {**self.state, "speed_index": speed_index}
         if cpu_busy is not None:
             _check_busy_share(cpu_busy, self.source)
             p.state["cpu_busy"] = float(cpu_busy)
         if latency_index is not None:
-            own_lat = self.state.get("latency_index")
-            if own_lat is None:
-                raise ConfigError(f"profile {self.name!r} states no latency index, so its wake-ups cannot be "
-                                  f"scaled to {latency_index!r}", file=self.source, key="state.latency_index",
-                                  fix="add [state] latency_index = ... (ovssim/validate/local.py measured_state)")
-            if isinstance(latency_index, bool) or not isinstance(latency_index, (int, float)) or not latency_index > 0:
-                raise ConfigError(f"latency index {latency_index!r} is not a positive number",
-                                  key="state.latency_index", fix="give a positive index, e.g. 1.2")
-            p.latency_factor = self.latency_factor * own_lat / latency_index
+            p.latency_factor = self.latency_factor * self._index_ratio(
+                "latency_index", latency_index, value_key="state.latency_index",
+                own_fix="add [state] latency_index = ... (ovssim/validate/local.py measured_state)",
+                value_fix="give a positive index, e.g. 1.2")
             p.state["latency_index"] = latency_index
         p._dists = {}
         return p
