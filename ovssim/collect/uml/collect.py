@@ -56,6 +56,19 @@ def run_probe(out: Path, script: str, *, name: str, purpose: str, timeout: float
     return res, leaks, kernel
 
 
+RAW_STDERR = "\n== stderr\n"        # separates a probe's stdout from its stderr in its raw file
+
+
+def write_raw(path: Path, res) -> None:
+    """A probe's raw output file: its stdout, then its stderr (if any) after :data:`RAW_STDERR`."""
+    write_atomic(path, res.stdout + (RAW_STDERR + res.stderr if res.stderr else ""))
+
+
+def read_raw(path: Path) -> str:
+    """The stdout part of a raw file :func:`write_raw` wrote (to parse it again)."""
+    return Path(path).read_text().split(RAW_STDERR)[0]
+
+
 def run_campaign_uml(path, out=None, *, resume=False, overrides=None, log=print,
                      mem: str = "1024M") -> dict:
     """Run a campaign inside a fresh UML instance; returns the counts the collector printed."""

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ...atomic import write_atomic
 from ..shell import CommandError
-from .collect import run_probe
+from .collect import read_raw, run_probe, write_raw
 
 REPS = 30
 RULES = 2000
@@ -176,7 +176,7 @@ def run(out: Path, log=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     res, leaks, kernel = run_probe(out, SCRIPT, name="datapath", timeout=900, log=log,
                                    purpose="measuring the kernel datapath's slow path")
-    write_atomic(out / "raw.txt", res.stdout + ("\n== stderr\n" + res.stderr if res.stderr else ""))
+    write_raw(out / "raw.txt", res)
     if res.returncode != 0 and "first normal" not in res.stdout:
         raise CommandError(["uml", "datapath.sh"], res.returncode, res.stderr)
     results = parse(res.stdout)
@@ -196,7 +196,7 @@ def run_queue(out: Path, log=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     res, leaks, kernel = run_probe(out, QUEUE_SCRIPT, name="dp-queue", timeout=300, log=log,
                                    purpose="measuring the kernel datapath's upcall queue")
-    write_atomic(out / "queue-raw.txt", res.stdout + ("\n== stderr\n" + res.stderr if res.stderr else ""))
+    write_raw(out / "queue-raw.txt", res)
     if "== q-after" not in res.stdout:
         raise CommandError(["uml", "dp-queue.sh"], res.returncode, res.stderr)
     results = parse_queue(res.stdout)
@@ -213,14 +213,14 @@ if __name__ == "__main__":      # python -m ovssim.collect.uml.datapath OUT [--r
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "data/uml/datapath")
     if "--queue" in sys.argv:
         if "--reparse" in sys.argv:
-            raw = (target / "queue-raw.txt").read_text().split("\n== stderr\n")[0]
+            raw = read_raw(target / "queue-raw.txt")
             write_atomic(target / "queue.json", json.dumps(parse_queue(raw), indent=1))
         else:
             run_queue(target)
         print((target / "queue.json").read_text())
         sys.exit(0)
     if "--reparse" in sys.argv:    # parse an earlier raw.txt again
-        raw = (target / "raw.txt").read_text().split("\n== stderr\n")[0]
+        raw = read_raw(target / "raw.txt")
         write_atomic(target / "results.json", json.dumps(parse(raw), indent=1))
     else:
         run(target)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ...atomic import write_atomic
 from ..shell import CommandError
-from .collect import run_probe
+from .collect import read_raw, run_probe, write_raw
 
 SCRIPT = textwrap.dedent("""\
     set -e
@@ -140,7 +140,7 @@ def run(out: Path, qdisc: str = "pfifo_fast", log=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     res, leaks, kernel = run_probe(out, SCRIPT.replace("QDISC", QDISCS[qdisc]), name="window", timeout=300,
                                    log=log, purpose=f"sampling ss -tinm behind {qdisc}")
-    write_atomic(out / f"raw-{qdisc}.txt", res.stdout + ("\n== stderr\n" + res.stderr if res.stderr else ""))
+    write_raw(out / f"raw-{qdisc}.txt", res)
     if "== sample" not in res.stdout:
         raise CommandError(["uml", "window.sh"], res.returncode, res.stderr)
     results = parse(res.stdout)
@@ -157,7 +157,7 @@ if __name__ == "__main__":      # python -m ovssim.collect.uml.window OUT [pfifo
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "data/uml/window")
     q = next((a for a in sys.argv[2:] if a in QDISCS), "pfifo_fast")
     if "--reparse" in sys.argv:
-        raw = (target / f"raw-{q}.txt").read_text().split("\n== stderr\n")[0]
+        raw = read_raw(target / f"raw-{q}.txt")
         write_atomic(target / f"results-{q}.json", json.dumps(parse(raw), indent=1))
     else:
         run(target, q)
