@@ -548,8 +548,7 @@ class TcpSender:
         rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
         # 2 x the truesize of the skb about to go: tcp_write_xmit has already cut it to the
         # congestion window's quota and tcp_tso_segs (tcp_mss_split_point, tso_fragment)
-        q = self.q
-        quota = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
+        quota = self.cwnd - self.in_flight
         segs = self.tso_segs()
         nxt = (quota if 0 < quota < segs else segs) * self.mss
         avail = self.wq.head_end(self.snd_nxt) - self.snd_nxt
@@ -643,8 +642,7 @@ class TcpSender:
         """Whether the busy core is all that stops ``push`` now: the window has room and the bulk
         writer would neither write (its buffer full, or above 2/3 of it: push's refill rule) nor grow
         its buffer."""
-        q = self.q
-        if q.packets_out - q.sacked_out - q.lost_out + q.retrans_out >= self.cwnd:
+        if self.in_flight >= self.cwnd:
             return False
         bulk = self.bulk_until
         if bulk is None:

@@ -29,7 +29,6 @@ from .sender import TcpSender
 
 
 HANDSHAKE = ("syn", "synack")
-SOCKET_BACKLOG = True
 # a SYN / SYN-ACK frame: Ethernet + IPv4 + 40 bytes of TCP header with options (MSS, SACK-permitted,
 # timestamps, window scale)
 SYN_FRAME = ETH_HEADER + IPV4_HEADER + 40
@@ -83,7 +82,7 @@ class TcpSocket:
             self.sender.pacing = self.sender.pacing_fq = True
         self.peer: TcpSocket | None = None
         self.backlog: list = []             # sk_backlog: segments that arrived while the writer owned the socket
-        self.use_backlog = SOCKET_BACKLOG
+        self.use_backlog = True             # False: every segment is processed on arrival (tests compare)
 
     # -- wiring -----------------------------------------------------------------------
     def connected_to(self, peer: "TcpSocket") -> None:
