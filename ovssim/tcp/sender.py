@@ -52,7 +52,9 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   tcp_tso_rtt_log)`` (a full 64 KB skb below 512 us of RTT), at most
   ``gso_max_size`` less ``MAX_TCP_HEADER + 1``, at least ``tcp_min_tso_segs`` --
   and to the congestion window's quota and the peer's window as
-  ``tcp_mss_split_point`` does.  The pacing rate is ``tcp_update_pacing_rate``'s
+  ``tcp_mss_split_point`` does; the quota is ``tcp_cwnd_test``'s, at most half the cwnd, so a
+  window leaves as at least two skbs (behind a 20 Mbit/s HTB this host's kernel sends a cwnd of
+  18-20 as two 9-segment skbs).  The pacing rate is ``tcp_update_pacing_rate``'s
   (200 % of cwnd/srtt in slow start, 120 % after), updated on every ACK unless the
   congestion control sets it itself (BBR).
   The retransmit queue keeps them as skbs with segment counters (rtx_queue.py), cut only
@@ -414,7 +416,7 @@ class TcpSender:
             if len(wq.ends) > 1 and (self.gso or n < mss):      # without GSO a full segment cannot grow
                 # tcp_grow_skb, before tcp_small_queue_check sizes the skb: a head shorter than
                 # min(cwnd quota, tcp_tso_segs) takes bytes of the next unsent skb
-                quota = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
+                quota = self.cwnd_quota()
                 full = self.tso_segs()
                 missing = (quota if quota < full else full) * mss - n
                 if missing > 0:
@@ -473,6 +475,18 @@ class TcpSender:
             self._arm_rto(now + self.rtt.backed_off(self.backoff))
 
     # -- GSO and TCP Small Queues -------------------------------------------------------------
+    def cwnd_quota(self) -> int:
+        """``tcp_cwnd_test``: the segments the congestion window lets one skb carry now --
+        ``cwnd - in_flight``, but at most half the window (``max(cwnd >> 1, 1)``: "ensure we have at
+        least 2 GSO packets in flight"), so a small window is sent as two or more skbs.  Only
+        ``tcp_tso_should_defer`` looks at the whole ``cwnd - in_flight``."""
+        cwnd = self.cwnd
+        left = cwnd - self.in_flight
+        half = cwnd >> 1
+        if half < 1:
+            half = 1
+        return left if left < half else half
+
     def tso_segs(self) -> int:
         """``tcp_tso_segs`` -> ``tcp_tso_autosize`` (tso.py): segments one GSO skb may carry now."""
         if not self.gso:
@@ -489,8 +503,8 @@ class TcpSender:
         holds it back for the next ACK."""
         q = self.q
         mss = self.mss
-        in_flight = q.packets_out - q.sacked_out - q.lost_out + q.retrans_out
-        quota = self.cwnd - in_flight
+        cong_win = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
+        quota = self.cwnd_quota()
         full = self.tso_segs()
         max_len = (quota if quota < full else full) * mss
         window = self.snd_una + self.snd_wnd - seq if q.packets_out else skb_len
@@ -510,8 +524,8 @@ class TcpSender:
             return size
         segs = (size + mss - 1) // mss
         if (q.packets_out and segs < full and (is_tail or size < skb_len)
-                and self._tso_should_defer(quota, seq, full)):
-            return -2 if quota * mss < self.snd_una + self.snd_wnd - seq else -1
+                and self._tso_should_defer(cong_win, seq, full)):
+            return -2 if cong_win * mss < self.snd_una + self.snd_wnd - seq else -1
         return size
 
     def _tso_should_defer(self, quota: int, seq: int, full: int) -> bool:
@@ -548,7 +562,7 @@ class TcpSender:
         rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
         # 2 x the truesize of the skb about to go: tcp_write_xmit has already cut it to the
         # congestion window's quota and tcp_tso_segs (tcp_mss_split_point, tso_fragment)
-        quota = self.cwnd - self.in_flight
+        quota = self.cwnd_quota()
         segs = self.tso_segs()
         nxt = (quota if 0 < quota < segs else segs) * self.mss
         avail = self.wq.head_end(self.snd_nxt) - self.snd_nxt
