@@ -84,6 +84,10 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
         workloads.append((name, wl))
     end = ARP_SETTLE + sc.warmup + sc.duration
     run_until(env, end + DRAIN)
+    # a tool whose test clock started after a set-up exchange (iperf3's control connection) runs that much longer
+    late = max((getattr(wl, "late_start", 0.0) for _, wl in workloads), default=0.0)
+    if late > 0.0:
+        run_until(env, end + DRAIN + late)
     rows, samples = [], {}
     for name, wl in workloads:
         for m in wl.metrics():

@@ -83,6 +83,7 @@ class TcpSocket:
         self.peer: TcpSocket | None = None
         self.backlog: list = []             # sk_backlog: segments that arrived while the writer owned the socket
         self.use_backlog = True             # False: every segment is processed on arrival (tests compare)
+        self.on_established = None          # callback(now), once: the client's connect() returns (SYN-ACK in)
 
     # -- wiring -----------------------------------------------------------------------
     def connected_to(self, peer: "TcpSocket") -> None:
@@ -109,6 +110,10 @@ class TcpSocket:
             self.endpoint.send(rep)
         else:                                       # the client: its first RTT sample
             self.sender.rtt.sample(now - pkt.ts_ecr)
+            cb = self.on_established
+            if cb is not None:                      # a blocking connect() returns to its caller
+                self.on_established = None
+                cb(now)
 
     # -- packets in ----------------------------------------------------------------------
     def put(self, pkt) -> None:

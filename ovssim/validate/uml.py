@@ -70,7 +70,8 @@ def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp
     n = int(WINDOW / spacing)
     tcp_at, ping_at = max(0.0, -start), max(0.0, start)
     span = ping_at + n * spacing + 0.05
-    wls = [{"name": "tcp", "from": "ns1", "to": "ns2", "start": f"{tcp_at:.4f}s", "tool": "iperf",
+    # iperf3 (the campaign's tool): its control connection's exchange comes before the streams connect
+    wls = [{"name": "tcp", "from": "ns1", "to": "ns2", "start": f"{tcp_at:.4f}s", "tool": "iperf3",
             "proto": "tcp", "C": "cubic", "P": STREAMS, "t": f"{span - tcp_at:.3f}s"},
            {"name": "ping", "from": "ns1", "to": "ns2", "start": f"{ping_at:.4f}s", "tool": "ping",
             "c": n, "i": f"{spacing * 1e3:.4f}ms"}]
@@ -435,15 +436,22 @@ def kernel_datapath_schedulers(runner: Runner, settings: Settings, names: list[s
         + ", ".join(f"{q} {100 * thr[q]:.0f} %" for q in thr.index if q not in ("hfsc", "tbf"))
         + f" of the 20 Mbit/s (HFSC {100 * thr.get('hfsc', float('nan')):.0f} %, TBF "
         f"{100 * thr.get('tbf', float('nan')):.0f} %): the UML-HTB shortfall of the Linux-bridge section, made "
-        "worse by the load, which the profile (fitted on the 2026-11-24 Linux-bridge runs) does not know. "
-        "The FIFO-like schedulers' RTT under load is far below UML's in the model because of how its iperf "
-        "opens the streams: `IperfTcp.start` connects all four at once, their SYNs cross the fresh kernel "
-        "datapath together and each takes an upcall (served one after another, some after a handler "
-        "wake-up of up to 10 ms), so three streams start with min_rtt 2.4-3.3 ms; `tcp_tso_autosize` "
-        "(gso_max_size >> (min_rtt_us >> 9)) then gives them 2-3-segment skbs and TCP Small Queues' limit "
-        "(2 x the next skb) holds them to a ~28 ms queue. In iperf3 the control connection's packets "
-        "install the two hosts' megaflows before the streams connect (NORMAL wildcards the ports), so their "
-        "handshakes see the idle path. Not changed here (the iperf workload's connection order).")
+        "worse by the load, which the profile (fitted on the 2026-11-24 Linux-bridge runs) does not know.")
+    tb.notes.append(
+        "**iperf3's set-up and the FIFO-like schedulers' RTT under load**: the model's iperf3 opens the test "
+        "as iperf3 does (`ovssim/workloads/iperf_tcp.py`, `control`): a control connection first (cookie, "
+        "PARAM_EXCHANGE, the parameters, CREATE_STREAMS), then the four streams one after another, each "
+        "writing its cookie, and the -t clock at TEST_RUNNING. The control connection's SYN and SYN-ACK take "
+        "the cold kernel datapath's two upcalls (NORMAL wildcards the ports: one megaflow per direction), "
+        "so the streams' handshakes cross the cached path and start with min_rtt 0.11-0.21 ms; "
+        "`tcp_tso_autosize` (+ gso_max_size >> (min_rtt_us >> 9)) lets their skbs grow to the cwnd's quota "
+        "(~10 segments on average) and the queue grows with CUBIC's cwnd as behind the Linux bridge. When "
+        "the model connected all four streams at once, their SYNs each took an upcall (served one after "
+        "another, some after a handler wake-up of up to 10 ms), three started with min_rtt 2.3-2.6 ms and "
+        "skbs of 2-4 segments on average, and TCP Small Queues held them to a ~28 ms queue: mean ping RTT "
+        "under load (pfifo_fast, htb, hfsc) 29.4, 30.0, 26.6 ms then, 56.2, 59.1, 53.6 ms now, measured "
+        "65.8, 71.3, 74.4 ms (`ovssim validate --only uml --no-fit`, 2 replications). What is left below "
+        "UML's: the flows leave slow start earlier (see the Linux bridge's section).")
     return [tb]
 
 
@@ -677,13 +685,18 @@ def miss_notes(df: pd.DataFrame, rtts: pd.DataFrame, summary: dict) -> list[str]
                      "buffer. The model has the mechanism (`veth_orphans = false`: the charge ends at the "
                      "receiver's ip_rcv_core; software GSO re-charges each segment for its own truesize; "
                      "TSQ's limit is 2 x the truesize of the next skb cut to the window's quota) and no "
-                     "fitted window: in flight / cwnd 0.84 simulated (tests/core/test_tsq_veth.py) where "
+                     "fitted window: in flight / cwnd 0.86 simulated (tests/core/test_tsq_veth.py) where "
                      "the 22 ss samples give 0.40-0.87, mean 0.59 -- the model keeps more of its cwnd "
-                     "queued, hence a pfifo_fast RTT ~15 % high (in-sample check, not fitted) and KS ~0.5: "
-                     "the measured RTT spreads 32-120 ms with the growth, the simulated one less. "
-                     "Candidates not yet modelled: the 6.1 rule of `tcp_tso_should_defer` (the model has "
-                     "6.18's), the 1280-byte skb head of UML's kernel (segments charged 2728 B, the model "
-                     "2280 B) and HyStart exits (UML 21-23 for all four flows, the model 17-44).")
+                     "queued. Yet its flows leave slow start earlier: iperf3's stream cookies (written after "
+                     "each connect, before the test; ovssim/workloads/iperf_tcp.py) are each flow's first RTT "
+                     "sample, on the idle path, so HyStart's delay_min is the idle RTT and all four flows exit "
+                     "at cwnd 17-18 (UML 21-23); the pfifo_fast RTT is ~25 % low (59.7 vs 79.3 ms, in-sample "
+                     "check, not fitted; it was ~20 % high when the model connected the streams at once, "
+                     "without the cookies, and three flows' first sample was a queued data segment: exits at "
+                     "36-48) and KS ~0.5: the measured RTT spreads 32-120 ms with the growth, the simulated "
+                     "one less. Candidates not yet modelled: the 6.1 rule of `tcp_tso_should_defer` (the "
+                     "model has 6.18's) and the 1280-byte skb head of UML's kernel (segments charged 2728 B, "
+                     "the model 2280 B).")
     for q, why in (("tbf", "TBF's queue is bounded by `latency 50ms` (limit = rate x latency + burst): the "
                            "model's RTT sits at that bound, the measured flows stay below it"),
                    ("codel", "CoDel's standing queue follows the flows' window response to its drops"),

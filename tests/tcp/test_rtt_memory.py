@@ -22,7 +22,7 @@ def _run(make_path, keep: int, monkeypatch):
 
     def watch(_=None):
         nonlocal longest
-        longest = max(longest, *(len(c.sender.rtt_samples) for c, _ in wl.streams))
+        longest = max([longest, *(len(c.sender.rtt_samples) for c, _ in wl.streams)])   # none before CREATE_STREAMS
         if path.env.now < 3.4:
             call_later(path.env, 0.01, watch)
     watch()
