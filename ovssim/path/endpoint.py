@@ -31,11 +31,13 @@ topology puts a :class:`~ovssim.path.gso.SoftwareGso` after the endpoint).  An
 endpoint built by hand without ``features`` sends MSS-sized segments, one per
 packet (the unit tests' per-segment paths).  ``tsq``: the interface frees or
 orphans a sent skb only later (a VM's virtio-net/netfront, freed when the
-backend consumed it), so TCP Small Queues can hold the sender back; a veth
-orphans at once (``__dev_forward_skb`` across namespaces), so a container's
-sender is never TSQ-limited.  Inside such a chain only CPU work is modelled as the sender's:
-a latency that is not CPU work (a VIF's ``backend_delay``, ``host.stack_delay``)
-leaves the core idle until the work after it starts, as a wait would.
+backend consumed it; a qdisc on the endpoint's own device, which keeps it
+charged while it is queued), so TCP Small Queues can hold the sender back; a
+veth orphans at once (``__dev_forward_skb`` across namespaces), so a container's
+sender without a qdisc of its own is never TSQ-limited.  Inside such a chain only
+CPU work is modelled as the sender's: a latency that is not CPU work (a VIF's
+``backend_delay``, ``host.stack_delay``) leaves the core idle until the work
+after it starts, as a wait would.
 """
 from __future__ import annotations
 

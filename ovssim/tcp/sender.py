@@ -63,7 +63,10 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   this socket's skbs not yet freed or orphaned below it are bounded by
   ``max(2 * truesize, pacing rate >> 10)``, at most ``tcp_limit_output_bytes``;
   above that the sender waits until the device frees one (``tcp_tsq_handler``).
-  The first element that frees or orphans the skb calls :meth:`tsq_free`.
+  The first element that frees or orphans the skb calls :meth:`tsq_free`.  Behind a qdisc on
+  the sender's own device this keeps a window to two skbs: the room a grown cwnd opens waits
+  while two skbs are queued and joins the next ACK's skb (HTB 20 Mbit/s, this host's kernel:
+  two 9-segment skbs below the socket, ss sk_wmem_alloc 27728).
 
   A part-sized skb is held back for the next ACK as ``tcp_tso_should_defer`` does.
 * Pacing (``tcp_update_skb_after_send``, ``tcp_pacing_check``) when the congestion control

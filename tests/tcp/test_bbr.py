@@ -223,20 +223,33 @@ def test_request_response_tools_run_over_bbr(make_path):
 
 
 def test_behind_an_htb_each_skb_carries_at_most_half_the_cwnd_and_aggregation_is_one_skb(make_path):
-    """tcp_cwnd_test sends at most half the cwnd per skb ("at least 2 GSO packets in flight"), and
+    """tcp_cwnd_test sends at most half the cwnd per skb ("at least 2 GSO packets in flight"), TCP Small
+    Queues keeps a third skb from joining the two already in the sender's own qdisc, and
     bbr_update_ack_aggregation restarts its epoch at every ACK that brings no more than BtlBw explains,
-    so when each ACK acknowledges one whole skb the aggregation term is about one skb.
+    so each ACK acknowledges one whole skb and the aggregation term is about one skb.
+
+    The HTB sits on the sender's own device, so its skbs stay charged to the socket (sk_wmem_alloc) until
+    the receiver's ip_rcv_core orphans them: tcp_small_queue_check lets an skb go only while the bytes
+    below the socket are at most twice its truesize.  With two 9-segment skbs queued, the 1-2 segments of
+    room a grown cwnd opens are held (also when the HTB releases one, before its ACK) and join the next ACK's
+    freed skb.  Without TSQ the model settled on three skbs per window (4 + 4 + 8 segments), BtlBw 12 %
+    high, aggregation 8, cwnd 16.
 
     This host's kernel, quiet machine (validation/tcp_window/ack_train.py and probe.py, HTB 20 Mbit/s on
     the sender's veth, one BBR flow, data/local/tcp_window/ack_train and 2026-11-27-quiet/sender_*):
-    skbs of 8-10 segments, each ACKed whole (one ACK per skb), cwnd 18-22 (10th-90th percentile) --
-    two skbs, plus a BDP of about one segment (0.05 ms min_rtt) and the quantization budget."""
+    skbs of 8-10 segments, in a repeating 9, 9, 9, 9, 9, 9, 10, 8 (the 10 in the 5/4 phase), each ACKed
+    whole (one ACK per skb); ss: two skbs below the socket (sk_wmem_alloc 2 x 13864), pacing ~20.0 Mbit/s
+    at gain 1 (BtlBw 19/18 of the delivery rate, as the model), cwnd 18-22 (median 20) -- two skbs, plus a
+    BDP of about one segment (0.05 ms min_rtt) and the quantization budget.  The model keeps 18, 20 in
+    the 5/4 phase, as the AF_PACKET run's skb sizes imply; the ss runs' 22 (11-segment skbs) it does not
+    reproduce."""
     from ovssim.path.port import EgressPort
     htb = {"kind": "htb", "default": "10",
            "classes": [{"classid": "1:10", "parent": "1:", "rate": "20mbit", "ceil": "20mbit"}]}
     p = make_path(rate=10e9, delay=25e-6, limit=1000)
     p.a.out = EgressPort(p.env, 10e9, htb, out=p.b, prop_delay=25e-6, name="htb")
     p.a.gso = True
+    p.a.tsq = True          # a qdisc on the sender's own device: its skbs stay charged (as egress_qdisc)
     (c, _), = bulk_bbr(p, 4.0)
     s = c.sender
     sent = []
@@ -254,10 +267,10 @@ def test_behind_an_htb_each_skb_carries_at_most_half_the_cwnd_and_aggregation_is
     skbs = [segs for segs, _ in sent]
     # the aggregation term: at least the ACKed skbs' typical size, at most the largest of them
     assert np.median(skbs) <= b.aggregation_cwnd() <= max(skbs)
+    assert 8 <= min(skbs) and max(skbs) <= 10
+    assert s.tsq_throttled
     steady = [r[5] for r in b.log if r[0] > 1.5]
-    # Linux: 18-22. The model settles on three skbs per window (4 + 4 + 8 segments) where Linux keeps two
-    # (9 + 9), so its aggregation term and cwnd come out one to two segments per skb lower.
-    assert 14 <= np.median(steady) <= 22
+    assert 18 <= np.median(steady) <= 22
 
 
 def test_rate_sample_interval_starts_afresh_only_when_nothing_was_in_flight(make_path):
