@@ -165,7 +165,8 @@ NOTES = [
     "a round) fires only once a round holds 8 skbs (cwnd 681-1424); then the 4 MB send buffer (tcp_wmem[2], "
     "the writer woken at 2/3 of it) caps what is queued. BBR's cwnd is two skbs plus its quantization budget: "
     "its ACK-aggregation term is one skb (behind HTB 20 Mbit/s on the sender's veth, quiet: 9-segment skbs, "
-    "cwnd 18-22). TBF segments skbs larger than its burst: per-MSS queue and ACKs.",
+    "cwnd 18-22; TCP Small Queues keeps the window at two skbs there, since the sender's own qdisc keeps "
+    "them charged to the socket). TBF segments skbs larger than its burst: per-MSS queue and ACKs.",
     "**The machine's load moves BBR, not CUBIC.** On the loaded 24-Nov machine Linux's BBR kept 2-3x more "
     "queued (HTB 20 Mbit/s P1 26-40 ms mean RTT against 13 ms quiet; ss cwnd 26-60 against 18-22): ACKs that "
     "reach the sender in batches (softirq and socket-backlog processing delayed by other jobs) each raise "
@@ -180,9 +181,10 @@ NOTES = [
     "cwnd 150-180 for a few hundred ms in startup and, in some runs, later) that set its max RTT; their cause "
     "is tcp_rate.c's fresh interval (an skb sent with nothing in flight starts a sample at its own send time, "
     "and a whole skb the shaper's tokens let through at once is ACKed within tens of microseconds). The model "
-    "takes that sample in startup; its later excursions are not reproduced. The model's BBR settles on three "
-    "skbs per window behind HTB (4 + 4 + 8 segments where Linux sends 9 + 9), so its cwnd is 16 where "
-    "Linux's is 18-22. Single-flow BBR repeats differ by up to 4x on the loaded machine (TBF 10 Mbit/s P1: "
+    "takes that sample in startup; its later excursions are not reproduced. Behind the bridge port the model's "
+    "single BBR flow keeps a little less in flight than Linux's on the quiet machine: cwnd 16 and 56 (Linux's "
+    "ss: median 18 and 70-72) behind HTB 20 and 100 Mbit/s, skbs of 7.1 and 18.7 segments on average "
+    "(ack_train.py: 5.2 and 19.6). Single-flow BBR repeats differ by up to 4x on the loaded machine (TBF 10 Mbit/s P1: "
     "29.6 vs 122.3 ms).",
     "Shaper on the sender's own veth (`sender` rows): TCP Small Queues keeps two skbs per flow in the qdisc "
     "(`tcp_small_queue_check`: sk_wmem_alloc > 2 x truesize of the next skb); CUBIC's are 64 KB, so ping max = "
