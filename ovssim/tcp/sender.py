@@ -63,12 +63,18 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   this socket's skbs not yet freed or orphaned below it are bounded by
   ``max(2 * truesize, pacing rate >> 10)``, at most ``tcp_limit_output_bytes``;
   above that the sender waits until the device frees one (``tcp_tsq_handler``).
-  The first element that frees or orphans the skb calls :meth:`tsq_free`.  Behind a qdisc on
+  The check comes last, on the skb about to go (after ``tcp_tso_should_defer`` and the cut
+  to the quota), as in ``tcp_write_xmit``.  The first element that frees or orphans the skb
+  calls :meth:`tsq_free`.  Behind a qdisc on
   the sender's own device this keeps a window to two skbs: the room a grown cwnd opens waits
   while two skbs are queued and joins the next ACK's skb (HTB 20 Mbit/s, this host's kernel:
   two 9-segment skbs below the socket, ss sk_wmem_alloc 27728).
 
   A part-sized skb is held back for the next ACK as ``tcp_tso_should_defer`` does.
+* Window validation: the congestion control grows cwnd on an ACK when the last push stopped on
+  the congestion window, or in slow start while cwnd < 2 x the most segments ever in flight.
+  Linux's ``tcp_cwnd_validate`` keeps ``is_cwnd_limited`` for the rest of the window and
+  ``max_packets_out`` per window; that rule was tried (27 Nov) and not kept: see the UML notes.
 * Pacing (``tcp_update_skb_after_send``, ``tcp_pacing_check``) when the congestion control
   asks for it (BBR) or an fq qdisc on the host paces the socket (``pacing_fq``, SK_PACING_FQ):
   each segment's earliest departure is the previous one's plus its length at
@@ -425,10 +431,6 @@ class TcpSender:
                 if missing > 0:
                     end = wq.grow_head(seq, missing)
                     n = end - seq
-            if self.tsq and self._tsq_full(now):
-                self.cwnd_limited = False
-                self._stall(now)
-                break
             is_tail = end == wq.write_seq
             if n > mss:
                 size = self._send_size(n, seq, is_tail)
@@ -438,6 +440,10 @@ class TcpSender:
                     self._stall(now)
                     break
                 if size > mss:
+                    if self.tsq and self._tsq_full(size):
+                        self.cwnd_limited = False
+                        self._stall(now)
+                        break
                     end = seq + size
                     segs = (size + mss - 1) // mss
                     self.snd_nxt = end
@@ -464,6 +470,10 @@ class TcpSender:
                     self.cwnd_limited = False
                     break
                 self.snd_sml = end
+            if self.tsq and self._tsq_full(n):
+                self.cwnd_limited = False
+                self._stall(now)
+                break
             # a new segment
             self.snd_nxt = end
             wq.sent(end)
@@ -558,18 +568,14 @@ class TcpSender:
         how_far = self.q.head_sent() + srtt - now
         return how_far <= (srtt / 2 if srtt / 2 < TSO_DEFER_RECENT else TSO_DEFER_RECENT)
 
-    def _tsq_full(self, now: float) -> bool:
-        """``tcp_small_queue_check``: too many of this socket's bytes below it (throttled)."""
+    def _tsq_full(self, nbytes: int) -> bool:
+        """``tcp_small_queue_check`` for the skb of ``nbytes`` about to go -- tcp_write_xmit runs it last,
+        after ``tcp_tso_should_defer`` and the cut to the congestion window's quota and tcp_tso_segs
+        (``tcp_mss_split_point``, ``tso_fragment``): too many of this socket's bytes below it (throttled)."""
         if not self.wmem_queued:
             return False
         rate = self.pacing_rate or INF       # sk_pacing_rate: unlimited before an RTT sample
-        # 2 x the truesize of the skb about to go: tcp_write_xmit has already cut it to the
-        # congestion window's quota and tcp_tso_segs (tcp_mss_split_point, tso_fragment)
-        quota = self.cwnd_quota()
-        segs = self.tso_segs()
-        nxt = (quota if 0 < quota < segs else segs) * self.mss
-        avail = self.wq.head_end(self.snd_nxt) - self.snd_nxt
-        limit = 2 * tcp_skb_truesize(nxt if nxt < avail else avail)
+        limit = 2 * tcp_skb_truesize(nbytes)
         paced = rate / (1 << PACING_SHIFT)
         if paced > limit:
             limit = paced

@@ -55,10 +55,6 @@ class WriteQueue:
     def __len__(self) -> int:
         return len(self.ends)
 
-    def head_end(self, snd_nxt: int) -> int:
-        """End of the head skb (the send head, ``tcp_send_head``) or ``snd_nxt`` when nothing is unsent."""
-        return self.ends[0] if self.ends else snd_nxt
-
     def is_tail(self, end: int) -> bool:
         return end == self.write_seq
 
