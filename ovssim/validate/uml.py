@@ -696,7 +696,11 @@ def miss_notes(df: pd.DataFrame, rtts: pd.DataFrame, summary: dict) -> list[str]
                      "36-48) and KS ~0.5: the measured RTT spreads 32-120 ms with the growth, the simulated "
                      "one less. Candidates not yet modelled: the 6.1 rule of `tcp_tso_should_defer` (the "
                      "model has 6.18's) and the 1280-byte skb head of UML's kernel (segments charged 2728 B, "
-                     "the model 2280 B).")
+                     "the model 2280 B; charging 2728 B was tried and kept more queued, not less). The in-flight "
+                     "gap is also why Linux's `tcp_cwnd_validate` (cwnd-limited held for the rest of the window) "
+                     "is not in the model yet: tried, it let the model's flows, near their cwnd, grow it in "
+                     "almost every window, and these rows went to +66-74 % (OVS kernel datapath +66-91 %), "
+                     "where UML's flows, at half their cwnd most of the time, grew theirs from 48 to 165 in 7 s.")
     for q, why in (("tbf", "TBF's queue is bounded by `latency 50ms` (limit = rate x latency + burst): the "
                            "model's RTT sits at that bound, the measured flows stay below it"),
                    ("codel", "CoDel's standing queue follows the flows' window response to its drops"),
