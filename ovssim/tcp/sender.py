@@ -65,10 +65,10 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   above that the sender waits until the device frees one (``tcp_tsq_handler``).
   The check comes last, on the skb about to go (after ``tcp_tso_should_defer`` and the cut
   to the quota), as in ``tcp_write_xmit``.  The first element that frees or orphans the skb
-  calls :meth:`tsq_free`.  Behind a qdisc on
-  the sender's own device this keeps a window to two skbs: the room a grown cwnd opens waits
-  while two skbs are queued and joins the next ACK's skb (HTB 20 Mbit/s, this host's kernel:
-  two 9-segment skbs below the socket, ss sk_wmem_alloc 27728).
+  calls :meth:`tsq_free`.  Behind a qdisc on the sender's own device this keeps a window to
+  two skbs: the room a grown cwnd opens waits while two skbs are queued and joins the next
+  ACK's skb (HTB 20 Mbit/s, this host's kernel: two 9-segment skbs below the socket, ss
+  sk_wmem_alloc 27728).
 
   A part-sized skb is held back for the next ACK as ``tcp_tso_should_defer`` does.
 * Window validation: the congestion control grows cwnd on an ACK when the last push stopped on
