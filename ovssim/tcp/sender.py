@@ -488,13 +488,14 @@ class TcpSender:
             self._arm_rto(now + self.rtt.backed_off(self.backoff))
 
     # -- GSO and TCP Small Queues -------------------------------------------------------------
-    def cwnd_quota(self) -> int:
+    def cwnd_quota(self, left: int | None = None) -> int:
         """``tcp_cwnd_test``: the segments the congestion window lets one skb carry now --
-        ``cwnd - in_flight``, but at most half the window (``max(cwnd >> 1, 1)``: "ensure we have at
-        least 2 GSO packets in flight"), so a small window is sent as two or more skbs.  Only
-        ``tcp_tso_should_defer`` looks at the whole ``cwnd - in_flight``."""
+        ``cwnd - in_flight`` (``left``, when the caller has it), but at most half the window
+        (``max(cwnd >> 1, 1)``: "ensure we have at least 2 GSO packets in flight"), so a small window
+        is sent as two or more skbs.  Only ``tcp_tso_should_defer`` looks at the whole ``cwnd - in_flight``."""
         cwnd = self.cwnd
-        left = cwnd - self.in_flight
+        if left is None:
+            left = cwnd - self.in_flight
         half = cwnd >> 1
         if half < 1:
             half = 1
@@ -516,8 +517,8 @@ class TcpSender:
         holds it back for the next ACK."""
         q = self.q
         mss = self.mss
-        cong_win = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)
-        quota = self.cwnd_quota()
+        cong_win = self.cwnd - self.in_flight
+        quota = self.cwnd_quota(cong_win)
         full = self.tso_segs()
         max_len = (quota if quota < full else full) * mss
         window = self.snd_una + self.snd_wnd - seq if q.packets_out else skb_len
@@ -541,7 +542,7 @@ class TcpSender:
             return -2 if cong_win * mss < self.snd_una + self.snd_wnd - seq else -1
         return size
 
-    def _tso_should_defer(self, quota: int, seq: int, full: int) -> bool:
+    def _tso_should_defer(self, cong_win: int, seq: int, full: int) -> bool:
         """``tcp_tso_should_defer`` (tcp_output.c, Linux 6.18): hold back a part-sized skb, expecting an
         ACK soon to let a bigger one go -- only outside recovery, when the last send was within 1 ms
         (``tcp_wstamp_ns``), the window left is under a full skb and under a third of
@@ -555,7 +556,7 @@ class TcpSender:
         if now - last > TSO_DEFER_RECENT:
             return False
         mss = self.mss
-        limit = quota * mss
+        limit = cong_win * mss
         send_win = self.snd_una + self.snd_wnd - seq
         if send_win < limit:
             limit = send_win
