@@ -26,6 +26,7 @@ key and the fix.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -315,6 +316,13 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
         if isinstance(mtu, bool) or not isinstance(mtu, int) or not 68 <= mtu <= 9216:
             raise _err(file, f"vm.{n}.mtu", f"MTU must be 68..9216, got {mtu!r}", "write e.g. mtu = 1500")
         _features_check(file, f"vm.{n}", v)
+        if not isinstance(v.get("veth_orphans", True), bool):
+            raise _err(file, f"vm.{n}.veth_orphans", f"veth_orphans must be true or false, got {v['veth_orphans']!r}",
+                       "write veth_orphans = false (or true, the default)")
+        kernel = v.get("kernel")
+        if kernel is not None and not (isinstance(kernel, str) and re.fullmatch(r"[2-9]\.\d{1,2}(\.\d+)?", kernel)):
+            raise _err(file, f"vm.{n}.kernel", f"kernel must be a Linux version such as \"6.1\", got {kernel!r}",
+                       'write kernel = "6.1" (or leave it out: this machine\'s 6.18)')
     nics = _names(_list(data, "nic", file), "nic", file)
     uplinks = {}
     for n, b in bridges.items():

@@ -91,6 +91,11 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
                         "through the bridge and the port's qdisc until the receiver's IP layer "
                         "(ip_rcv_core), so TCP Small Queues bind at a bridge's qdisc, as measured with "
                         "ss -tinm on Linux 6.1 under user-mode Linux (data/uml/2026-11-25/uml-window).",
+        "kernel": "The guest's Linux version, e.g. `\"6.1\"` (default: this machine's 6.18), for TCP "
+                  "behaviours that changed: before 6.10 no tcp_grow_skb (the remainder of an skb cut to the "
+                  "congestion window's quota leaves as a small skb of its own, and TCP Small Queues size "
+                  "their limit by it); before 6.3 an skb head's truesize is 1280 B, not 832 (no small-head "
+                  "cache: 2728 B charged per 1448-byte segment, as measured in UML's 6.1).",
         "sysctl": "The guest kernel's TCP settings, e.g. `{ \"net.ipv4.tcp_congestion_control\" = \"bbr\", "
                   "\"net.ipv4.tcp_wmem\" = \"4096 16384 4194304\" }` (default: this Linux's).",
     },

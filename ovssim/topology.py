@@ -225,6 +225,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                       inline_tx=kind in INLINE_KINDS,      # run to completion: no backend thread
                       features=features, tsq=kind not in INLINE_KINDS or not v.get("veth_orphans", True))
         ep.vif_kind = kind
+        if v.get("kernel"):
+            ep.kernel = tuple(int(x) for x in v["kernel"].split(".")[:2])
         if v.get("sysctl"):
             # the guest kernel's net.ipv4.tcp_* (default cc, tcp_rmem/tcp_wmem): ovssim/tcp/buffers.py
             try:

@@ -56,6 +56,7 @@ class Endpoint:
         self.gso = bool(features)           # TCP builds GSO skbs when the device's features are known
         self.gso_max_size = gso_max_size
         self.tsq = tsq
+        self.kernel = None          # (major, minor) of the guest's Linux when not this machine's (vm key)
         self.mtu = mtu              # the guest interface's MTU: TCP's MSS follows it
         self.out = out
         self.cpu = cpu

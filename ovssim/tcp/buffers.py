@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from .defaults import (DEFAULT_CONGESTION_CONTROL, DEFAULT_SCALING_RATIO, GRO_SCALING_RATIO,
                        INIT_CWND, LIMIT_OUTPUT_BYTES, MAX_TCP_HEADER, MODERATE_RCVBUF,
                        SND_PAYLOAD_SHARE, TCP_RMEM, TCP_WMEM)
-from ..path.afpacket import SKB_SHINFO, SKB_STRUCT, _align, _head_size
+from ..path.afpacket import KMALLOC_SIZES, SKB_SHINFO, SKB_STRUCT, _align, _head_size
 from ..errors import ConfigError
 
 TCP_TIMESTAMPS_OPTION = 12
@@ -85,12 +85,28 @@ def per_mss_truesize(mss: int) -> int:
     return (1 << (need - 1).bit_length()) + SKB_STRUCT
 
 
-def tcp_skb_truesize(payload: int) -> int:
-    """``skb->truesize`` of a TCP skb carrying ``payload`` bytes: ``tcp_stream_alloc_skb`` takes a head of
-    MAX_TCP_HEADER bytes (``alloc_skb_fclone``: 192 + 320 -> the 576-byte small-head cache, truesize 832)
-    and ``tcp_sendmsg`` adds the payload in page fragments, each copied byte to the truesize.
-    A 45-segment (65160-byte) GSO skb: 65992."""
-    return _head_size(_align(MAX_TCP_HEADER) + SKB_SHINFO) + SKB_STRUCT + payload
+#: MAX_TCP_HEADER of a distribution kernel (WLAN, mesh and tunnels configured: 128 + 176 -> 320)
+DISTRO_MAX_TCP_HEADER = 320
+
+
+def tcp_skb_head_truesize(kernel: tuple[int, int] | None = None) -> int:
+    """The truesize of a TCP skb's head (``tcp_stream_alloc_skb``: ``alloc_skb_fclone(MAX_TCP_HEADER)``).
+
+    Linux >= 6.3 (``kernel`` None: this machine's 6.18) takes it from the 576-byte small-head cache:
+    192 + 320 -> 576, truesize 832.  Before 6.3 a head comes from kmalloc: a distribution kernel's
+    320 + 320 -> the 1024-byte bucket, truesize 1280 -- 2728 B per 1448-byte segment, as ``ss -tinm``
+    measured inside UML's Linux 6.1 (skmem t = unacked x 2728, data/uml/2026-11-25/uml-window)."""
+    if kernel is None or kernel >= (6, 3):
+        return _head_size(_align(MAX_TCP_HEADER) + SKB_SHINFO) + SKB_STRUCT
+    need = _align(DISTRO_MAX_TCP_HEADER) + SKB_SHINFO
+    return next(s for s in KMALLOC_SIZES if s >= need) + SKB_STRUCT
+
+
+def tcp_skb_truesize(payload: int, head: int | None = None) -> int:
+    """``skb->truesize`` of a TCP skb carrying ``payload`` bytes: its head (``head``, default
+    :func:`tcp_skb_head_truesize` of this machine's kernel: 832) and the payload ``tcp_sendmsg`` adds in
+    page fragments, each copied byte to the truesize.  A 45-segment (65160-byte) GSO skb: 65992."""
+    return (_HEAD if head is None else head) + payload
 
 
 class SendBuffer:
@@ -186,3 +202,6 @@ class ReceiveBuffer:
         self.space_time = now
         self.log.append((now, self.sk_rcvbuf, self.space, self.rcv_ssthresh))
         return grew
+
+
+_HEAD = tcp_skb_head_truesize()

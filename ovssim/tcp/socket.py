@@ -74,7 +74,8 @@ class TcpSocket:
                                 gso=getattr(endpoint, "gso", False),
                                 gso_max_size=getattr(endpoint, "gso_max_size", 65536),
                                 tsq=getattr(endpoint, "tsq", False),
-                                limit_output_bytes=sysctls.limit_output_bytes)
+                                limit_output_bytes=sysctls.limit_output_bytes,
+                                kernel=getattr(endpoint, "kernel", None))
         self.sender.sndbuf_auto = snd_auto
         if getattr(endpoint, "fq_pacing", False):
             # an fq qdisc on this host's device paces every TCP socket by EDT (SK_PACING_FQ):

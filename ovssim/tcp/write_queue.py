@@ -104,8 +104,9 @@ class WriteQueue:
             self.tail_seq = head + amount
         return head + amount
 
-    def should_autocork(self, snd_nxt: int, size_goal: int, rtx_skbs: int, wmem_alloc: int) -> bool:
+    def should_autocork(self, snd_nxt: int, size_goal: int, rtx_skbs: int, wmem_alloc: int,
+                        head: int | None = None) -> bool:
         """``tcp_should_autocork`` for the tail after a write (``wmem_alloc`` counts from 1, as sk_wmem_alloc)."""
         n = self.tail_len(snd_nxt)
         return (AUTOCORKING and 0 < n < size_goal and rtx_skbs > 0
-                and wmem_alloc > tcp_skb_truesize(n))
+                and wmem_alloc > tcp_skb_truesize(n, head))

@@ -46,6 +46,7 @@ RATE = "20mbit"
 STREAMS = 4
 # the kernel datapath has no AF_PACKET sockets: local_netns.toml's buffers are the netdev datapath's
 KERNEL_DP = {"ovs.tx_sndbuf": 0, "ovs.rx_rcvbuf": 0}
+UML_KERNEL = "6.1"        # the user-mode-linux package's kernel (6.1.176): its TCP's version-dependent behaviour
 WINDOW = 3.0              # seconds of probes compared (the first ones after the probe starts)
 
 
@@ -80,8 +81,8 @@ def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp
                     "proto": "udp", **THIN_UDP, "t": f"{span - ping_at:.3f}s"})
     sc = variant(load_scenario_dict("local_netns.toml"), workloads=wls,
                  **{"bridge.br": {"kind": bridge, "chain": 1, "link": "patch", "datapath_type": "system"},
-                    "vm.ns1": {"veth_orphans": False},
-                    "vm.ns2": {"qdisc": qdisc_spec(qdisc), "veth_orphans": False}, "host.local": {"cores": 1}, "params": KERNEL_DP})
+                    "vm.ns1": {"veth_orphans": False, "kernel": UML_KERNEL},
+                    "vm.ns2": {"qdisc": qdisc_spec(qdisc), "veth_orphans": False, "kernel": UML_KERNEL}, "host.local": {"cores": 1}, "params": KERNEL_DP})
     label = (f"uml-{qdisc}" if bridge == "linux" else f"uml-{bridge}-{qdisc}") + (" +udp" if udp else "")
     sc["scenario"]["duration"] = f"{span:.3f}s"
     sc["scenario"]["name"] = label
@@ -685,22 +686,19 @@ def miss_notes(df: pd.DataFrame, rtts: pd.DataFrame, summary: dict) -> list[str]
                      "buffer. The model has the mechanism (`veth_orphans = false`: the charge ends at the "
                      "receiver's ip_rcv_core; software GSO re-charges each segment for its own truesize; "
                      "TSQ's limit is 2 x the truesize of the next skb cut to the window's quota) and no "
-                     "fitted window: in flight / cwnd 0.86 simulated (tests/core/test_tsq_veth.py) where "
-                     "the 22 ss samples give 0.40-0.87, mean 0.59 -- the model keeps more of its cwnd "
-                     "queued. Yet its flows leave slow start earlier: iperf3's stream cookies (written after "
-                     "each connect, before the test; ovssim/workloads/iperf_tcp.py) are each flow's first RTT "
-                     "sample, on the idle path, so HyStart's delay_min is the idle RTT and all four flows exit "
-                     "at cwnd 17-18 (UML 21-23); the pfifo_fast RTT is ~25 % low (59.7 vs 79.3 ms, in-sample "
-                     "check, not fitted; it was ~20 % high when the model connected the streams at once, "
-                     "without the cookies, and three flows' first sample was a queued data segment: exits at "
-                     "36-48) and KS ~0.5: the measured RTT spreads 32-120 ms with the growth, the simulated "
-                     "one less. Candidates not yet modelled: the 6.1 rule of `tcp_tso_should_defer` (the "
-                     "model has 6.18's) and the 1280-byte skb head of UML's kernel (segments charged 2728 B, "
-                     "the model 2280 B; charging 2728 B was tried and kept more queued, not less). The in-flight "
-                     "gap is also why Linux's `tcp_cwnd_validate` (cwnd-limited held for the rest of the window) "
-                     "is not in the model yet: tried, it let the model's flows, near their cwnd, grow it in "
-                     "almost every window, and these rows went to +66-74 % (OVS kernel datapath +66-91 %), "
-                     "where UML's flows, at half their cwnd most of the time, grew theirs from 48 to 165 in 7 s.")
+                     "fitted window, and UML's kernel version (`kernel = \"6.1\"`): an skb head of 1280 B (no small-head "
+                     "cache before 6.3), so each queued segment is charged 2728 B as ss shows, and no "
+                     "`tcp_grow_skb` (6.10), so the remainder of an skb cut to the quota leaves as a short skb "
+                     "whose TSQ limit is small. In flight / cwnd is 0.70 simulated (tests/core/test_tsq_veth.py; "
+                     "0.86 with 6.18's rules) where the 22 ss samples give 0.40-0.87, mean 0.59. With "
+                     "`tcp_cwnd_validate` as Linux keeps it (a window found cwnd-limited stays so for a window "
+                     "of data), the flows grow cwnd whenever they reach it once a window, and the RTT now rises "
+                     "faster than UML's: probes from 0.9 s after the load's start, simulated 72 ms at first "
+                     "and ~120 ms at the plateau, measured 51 ms and ~105 ms (runs 1-5, 300 probes each), so "
+                     "these rows are high (+36-42 %; the OVS kernel datapath's +36-58 %). Still to find: what "
+                     "keeps UML's flows lower early on -- its single slow CPU runs the writers too, and in the "
+                     "ss run the writers had only 30-46 KB unsent at first (app-limited: cwnd does not grow), "
+                     "which the model's UML profile (no per-write cost) cannot do.")
     for q, why in (("tbf", "TBF's queue is bounded by `latency 50ms` (limit = rate x latency + burst): the "
                            "model's RTT sits at that bound, the measured flows stay below it"),
                    ("codel", "CoDel's standing queue follows the flows' window response to its drops"),
