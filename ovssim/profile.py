@@ -38,6 +38,9 @@ SCHEMA: dict[str, str] = {
     "ovs.tx_sndbuf": "size", "ovs.rx_rcvbuf": "size",
     # the netdev datapath thread's stall when woken after idling (ovssim/path/datapath.py)
     "ovs.idle_stall_prob": "prob", "ovs.idle_stall": "time", "ovs.idle_after": "time", "ovs.idle_wake": "time",
+    # the share of a netdev fast-path pass's CPU cost that is its delivery into the receiving namespace's
+    # stack (run in ovs-vswitchd's sendto()); a frame sent to a veth link to another bridge does not pay it
+    "ovs.deliver_share": "prob",
     # AF_XDP ports' PMD thread (ovssim/path/afxdp.py): its own work per frame and per batch, an empty poll,
     # the XSK ring size and the TSC rate (MHz) pmd-perf-show counts cycles in
     "ovs.afxdp.per_packet": "time", "ovs.afxdp.per_batch": "time", "ovs.afxdp.empty_poll": "time",

@@ -156,6 +156,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  flow_limit=profile.int("ovs.flow_limit"),
                                  rules=[QueueRule(f.get("match", {}), f["set_queue"]) for f in b["flows"]],
                                  latency=None if afxdp else profile.sampler("ovs.latency", rng(f"{name}.latency")),
+                                 deliver_share=0.0 if afxdp else profile.prob("ovs.deliver_share"),
                                  sndbuf=0 if afxdp else int(profile.size("ovs.tx_sndbuf")),
                                  rcvbuf=0 if afxdp else int(profile.size("ovs.rx_rcvbuf")),
                                  stall_state=None if afxdp else _ovs_thread(b["host"]),
@@ -359,6 +360,7 @@ def _link(env, topo, a, z, kind, cpu, profile) -> None:
     ez = EgressPort(env, None, {"kind": "pfifo"}, vz, name=f"veth-{z.name}-{a.name}", lookahead=True)
     pa = a.add_port(f"veth-{z.name}", ea)
     pz = z.add_port(f"veth-{a.name}", ez)
+    pa.link = pz.link = True
     va.out, vz.out = pz, pa
     topo.ports[f"{a.name}:veth-{z.name}"] = ea
     topo.ports[f"{z.name}:veth-{a.name}"] = ez

@@ -35,6 +35,15 @@ scheduled, while upcalls arriving during a burst find it awake and reading
 its batch (``UPCALL_MAX_BATCH`` = 64 per ``recv_upcalls``).  Packets of the same flow that
 arrive before the install also miss, as in OVS.
 
+Delivery (``deliver_share``, profile ``ovs.deliver_share``, default 0; the ``netdev``
+datapath only): ovs-vswitchd sends each frame with ``sendto()`` on the output port's AF_PACKET
+socket (``netdev_linux_send``, lib/netdev-linux.c), so into a namespace's veth the receiving stack's
+softirq work -- ``veth_xmit``, ``netif_rx``, IP/TCP receive and the ACK it sends -- runs on the
+thread's core inside the pass, while into a veth that links two bridges it only queues the frame on
+the next bridge's AF_PACKET socket (``packet_rcv``).  A fast-path pass whose output port is such a
+link pays ``1 - deliver_share`` of the pass cost; a chain of k veth-linked bridges costs
+``k - (k - 1) * deliver_share`` passes per frame, not k.
+
 ``latency`` (profile ``ovs.latency``, default 0) is per-packet delay that is
 not CPU work -- the userspace ``netdev`` datapath's polling and wake-ups --
 added after the fast or slow path, in order.
@@ -149,13 +158,18 @@ class OvsDatapath(Bridge):
                  idle_stall_prob: float = 0.0, idle_stall: float = 0.004, idle_after: float = 0.004,
                  stall_rng=None, stall_state: list | None = None, thread_key: int | None = None,
                  idle_wake: float = 0.0, busy_share: float = 1.0, upcall_wakeup: Sampler | None = None,
-                 thread=None):
+                 thread=None, deliver_share: float = 0.0):
         super().__init__(env, name, lookahead=lookahead)
         # None: the kernel datapath (each flow's work on its own core); else the core key of the
         # userspace datapath's thread, which does the work of every flow
         self.thread_key = thread_key
         # that thread as a schedulable ovssim.cpu.Thread (a host that schedules threads), on core thread_key % cores
         self.thread = thread
+        if not 0.0 <= deliver_share < 1.0:
+            raise ValueError(f"{name}: deliver_share must be in [0, 1), got {deliver_share!r}")
+        # netdev: what a fast-path pass costs when its output is a veth link to another bridge -- the pass
+        # without its delivery into a receiving stack (``deliver_share``); the kernel datapath: all of it
+        self._link_keep = 1.0 - deliver_share if thread_key is not None else 1.0
         if handlers < 1 or upcall_queue < 1 or flow_limit < 1 or masks < 1:
             raise ValueError(f"{name}: handlers, upcall_queue, flow_limit and masks must be >= 1")
         self.cpu = cpu
@@ -252,8 +266,13 @@ class OvsDatapath(Bridge):
                 self._mru = entry
             if entry[2] is not None:
                 pkt.queue_id = entry[2]
-            done = (self.cpu.serve(t, next(self._hit_it) + mask_cost, core) if self.thread is None else
-                    self.cpu.run(self.thread, t, next(self._hit_it) + mask_cost))
+            cost = next(self._hit_it)
+            if self._link_keep != 1.0:
+                e = self.fdb.get((vlan, pkt.dst_mac))
+                if e is not None and e[0].link:      # sendto() into the next bridge's AF_PACKET socket
+                    cost *= self._link_keep
+            done = (self.cpu.serve(t, cost + mask_cost, core) if self.thread is None else
+                    self.cpu.run(self.thread, t, cost + mask_cost))
             if done is None:
                 self.cpu_drops += 1
                 if afp is not None:

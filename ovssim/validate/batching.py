@@ -125,6 +125,19 @@ def _rows(tb, df, cfgs, sims, campaign: str, split_of) -> None:
                                       split_of(c, wl), kind, note=f"{runs.size} runs"))
 
 
+def _chain_ratios(tb, name: str) -> str:
+    """The OVS veth chains' TCP throughput over one bridge's, measured and simulated, in campaign ``name``."""
+    rows = {r.config.split(": ", 1)[1]: r for r in tb.rows if r.config.startswith(name + ": ") and r.metric == "throughput"}
+    one = rows.get("ovs-1-txoff tcp")
+    parts = []
+    for k in (2, 4):
+        r = rows.get(f"ovs-{k}-veth-txoff tcp")
+        if one and r:
+            parts.append(f"{k} bridges {r.measured / one.measured:.2f} measured, {r.simulated / one.simulated:.2f} "
+                         "simulated")
+    return (f"Throughput of the chain over one bridge on {name.split(' [')[0]}: " + "; ".join(parts) + ".") if parts else ""
+
+
 def copy_cost_per_byte(df) -> tuple[float, float]:
     """The receiving iperf3's CPU (its ``cpu_util_total``, getrusage) split into a cost per read() call and
     a cost per byte, by least squares over the offloads-on runs of both read sizes (iperf3 reads with the
@@ -283,13 +296,11 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
         "above what 27 Nov needs.  *16 KiB rows*: a 16 KiB write costs more than a 128 KiB one, not modelled.  "
         "*RR (Linux)*: the base profile's latencies come from 24 Nov (qperf 84 us); 27 Nov's took 65 us.  "
         "*OVS pings* (-27 to -60 %): the netdev thread's wake-up after idling (`ovs.idle_wake`) is 24 Nov's.  "
-        "*OVS veth chains* (-55 to -66 %): each chained bridge is a full datapath pass whose cost is the "
-        "1-bridge fit's, and that pass includes, in ovs-vswitchd's sendto() to the receiver's veth, the "
-        "receiving namespace's IP/TCP receive (softirq on the thread's core).  A bridge in the middle of a veth "
-        "chain hands its frame to the next bridge's AF_PACKET socket instead (packet_rcv), far less work: on "
-        "27 Nov the second bridge added 26 % to the first one's time per byte (944 against 1191 Mbit/s) and "
-        "each of three more 39 % (550), where the model adds 100 %.  Splitting the pass into the datapath's "
-        "own work and the egress device's delivery is the mechanism to build; it needs a chain row in a fit.")
+        "*OVS veth chains*: ovs-vswitchd's sendto() into the receiver's veth runs the receiving namespace's "
+        "IP/TCP receive (softirq on the thread's core) inside the pass, while a bridge in the middle of a veth "
+        "chain hands its frame to the next bridge's AF_PACKET socket (packet_rcv), far less work; the model "
+        "charges such a pass `1 - ovs.deliver_share` of a pass (the share fitted on 24 Nov's 2-bridge veth "
+        "row, calibration/local_netns.toml). " + _chain_ratios(tb, campaign(data)[0]) + "")
     tb.notes.append(
         "**Mechanisms checked against the kernel.** veth GRO: drivers/net/veth.c (since 5.13) leaves GRO off by "
         "default and receives through `netif_rx` (the per-CPU backlog, `process_backlog`, no GRO); only "

@@ -21,7 +21,7 @@ import numpy as np
 from ..profile import Profile
 from .base import Settings, TestbedResult, shown
 from .compare import Comparison, ks_distance, mean_ci
-from .local import (BUSY, BUSY25, FIT_KEYS, METRICS, QUIET, QUIET25, _config, fit_state, load_measured,
+from .local import (BUSY, BUSY25, METRICS, QUIET, QUIET25, _config, fit_state, fitted_row, load_measured,
                     measured_state, without_offloads)
 from .simulate import Runner
 
@@ -96,10 +96,10 @@ def _compare(tb, runner, settings, tag, prof, own_day, df, st, samples, medians)
     for c in cfgs:
         k = (c.facts["bridge"], c.facts["chain"], c.facts["link"], c.facts["qdisc"])
         sel = df[(df["bridge"] == k[0]) & (df["chain"] == k[1]) & (df["link"] == k[2]) & (df["qdisc"] == k[3])]
-        split = "in-sample" if own_day and k in FIT_KEYS else "held-out"
         for wl, mm, f, sm, unit, metric in METRICS:
             if wl not in WORKLOADS:
                 continue
+            split = "in-sample" if own_day and fitted_row(k, wl) else "held-out"
             seen = (k, wl) == LATENCY_INDEX_ROW or (estimated and (k, wl) == SPEED_INDEX_ROW)
             row_split = "in-sample" if seen and not own_day else split
             runs = sel[(sel["workload"] == wl) & (sel["metric"] == mm)]["value"].to_numpy(float) * f
