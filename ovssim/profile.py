@@ -41,6 +41,8 @@ SCHEMA: dict[str, str] = {
     # the share of a netdev fast-path pass's CPU cost that is its delivery into the receiving namespace's
     # stack (run in ovs-vswitchd's sendto()); a frame sent to a veth link to another bridge does not pay it
     "ovs.deliver_share": "prob",
+    # how long a frame forwarded into a veth link waits for the netdev thread to read the next bridge's port
+    "ovs.link_wait": "time",
     # AF_XDP ports' PMD thread (ovssim/path/afxdp.py): its own work per frame and per batch, an empty poll,
     # the XSK ring size and the TSC rate (MHz) pmd-perf-show counts cycles in
     "ovs.afxdp.per_packet": "time", "ovs.afxdp.per_batch": "time", "ovs.afxdp.empty_poll": "time",

@@ -157,6 +157,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  rules=[QueueRule(f.get("match", {}), f["set_queue"]) for f in b["flows"]],
                                  latency=None if afxdp else profile.sampler("ovs.latency", rng(f"{name}.latency")),
                                  deliver_share=0.0 if afxdp else profile.prob("ovs.deliver_share"),
+                                 link_wait=0.0 if afxdp else profile.time("ovs.link_wait"),
                                  sndbuf=0 if afxdp else int(profile.size("ovs.tx_sndbuf")),
                                  rcvbuf=0 if afxdp else int(profile.size("ovs.rx_rcvbuf")),
                                  stall_state=None if afxdp else _ovs_thread(b["host"]),
