@@ -80,9 +80,10 @@ for _q in QDISC_KINDS:
 # wake-ups (app.wakeup, ovs.idle_wake, ovs.upcall_wakeup), the timer tick of the idle stall, timer latencies --
 # and thresholds, sizes, counts and probabilities.  ovs.latency stays in: the netdev thread's wait for its core,
 # which grows with the other jobs' load as the wall-clock speed index falls (fitted 27.7 / 127.9 us on the quiet
-# and busy days).
+# and busy days).  ovs.link_wait too: the rest of ovs-vswitchd's main loop, run before it reads the next port
+# (fitted 25 / 63 us on the quiet 24-Nov and busy 22-Nov days, speed indices 1.11 / 0.56: 25 / 32 us scaled to one).
 CPU_COSTS: frozenset[str] = frozenset((
-    "ovs.stats", "ovs.lookup", "ovs.actions", "ovs.upcall", "ovs.lookup_per_mask", "ovs.latency",
+    "ovs.stats", "ovs.lookup", "ovs.actions", "ovs.upcall", "ovs.lookup_per_mask", "ovs.latency", "ovs.link_wait",
     "ovs.afxdp.per_packet", "ovs.afxdp.per_batch", "ovs.afxdp.empty_poll",
     "linux_bridge.forward", "patch.translate", "patch.cpu_per_packet", "veth.cpu_per_packet", "veth.cpu_per_byte",
     "nic.cpu_per_poll", "nic.cpu_per_packet", "nic.cpu_per_byte", "gso.cpu_per_segment", "gso.cpu_per_byte",
