@@ -130,6 +130,12 @@ class Target:
     def key(self) -> tuple[str, str]:
         return (self.workload, self.metric)
 
+    @classmethod
+    def from_runs(cls, workload: str, metric: str, runs: np.ndarray, unit: str = "") -> "Target":
+        """The mean of per-run values, its sigma the standard error std / sqrt(n) (:func:`target_sigma`)."""
+        sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
+        return cls(workload, metric, float(runs.mean()), sigma, unit, runs, how)
+
 
 def target_sigma(value: float, *, ci_low=None, ci_high=None, resolution=None, n=None, std=None,
                  rel_sigma: float = 0.01) -> tuple[float, str]:

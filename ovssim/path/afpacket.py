@@ -41,9 +41,10 @@ def _align(x: int) -> int:
     return (x + SMP_CACHE_BYTES - 1) & ~(SMP_CACHE_BYTES - 1)
 
 
-def _head_size(obj: int) -> int:
-    """Bytes the slab allocator gives a head of ``obj`` bytes (``kmalloc_reserve``)."""
-    if obj <= SKB_SMALL_HEAD:
+def _head_size(obj: int, small_cache: bool = True) -> int:
+    """Bytes the slab allocator gives a head of ``obj`` bytes (``kmalloc_reserve``); ``small_cache``: the
+    kernel has the small-head cache (Linux >= 6.3), else small heads come from kmalloc too."""
+    if small_cache and obj <= SKB_SMALL_HEAD:
         return SKB_SMALL_HEAD
     for s in KMALLOC_SIZES:
         if obj <= s:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from .defaults import (DEFAULT_CONGESTION_CONTROL, DEFAULT_SCALING_RATIO, GRO_SCALING_RATIO,
                        INIT_CWND, LIMIT_OUTPUT_BYTES, MAX_TCP_HEADER, MODERATE_RCVBUF,
                        SND_PAYLOAD_SHARE, TCP_RMEM, TCP_WMEM)
-from ..path.afpacket import KMALLOC_SIZES, SKB_SHINFO, SKB_STRUCT, _align, _head_size
+from ..path.afpacket import SKB_SHINFO, SKB_STRUCT, _align, _head_size
 from ..errors import ConfigError
 
 TCP_TIMESTAMPS_OPTION = 12
@@ -98,8 +98,10 @@ def tcp_skb_head_truesize(kernel: tuple[int, int] | None = None) -> int:
     measured inside UML's Linux 6.1 (skmem t = unacked x 2728, data/uml/2026-11-25/uml-window)."""
     if kernel is None or kernel >= (6, 3):
         return _head_size(_align(MAX_TCP_HEADER) + SKB_SHINFO) + SKB_STRUCT
-    need = _align(DISTRO_MAX_TCP_HEADER) + SKB_SHINFO
-    return next(s for s in KMALLOC_SIZES if s >= need) + SKB_STRUCT
+    return _head_size(_align(DISTRO_MAX_TCP_HEADER) + SKB_SHINFO, small_cache=False) + SKB_STRUCT
+
+
+_HEAD = tcp_skb_head_truesize()         # this machine's kernel
 
 
 def tcp_skb_truesize(payload: int, head: int | None = None) -> int:
@@ -202,6 +204,3 @@ class ReceiveBuffer:
         self.space_time = now
         self.log.append((now, self.sk_rcvbuf, self.space, self.rcv_ssthresh))
         return grew
-
-
-_HEAD = tcp_skb_head_truesize()

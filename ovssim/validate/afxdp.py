@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..fit.calibrate import Param, Target, target_sigma
+from ..fit.calibrate import Param, Target
 from . import plots
 from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, shown, variant
 from .compare import Comparison, mean_ci
@@ -131,8 +131,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None
     # -- fit: the PMD's cost per frame, on the 1-bridge CUBIC throughput ----------------------------------
     fit_cfg = _config("afxdp", 1, [FIT[0]])
     runs = _runs(df, "afxdp", 1, FIT[0], FIT[1], 1e-6)
-    sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
-    targets = [Target(f"{fit_cfg.label}/cubic", "throughput", float(runs.mean()), sigma, "Mbit/s", runs, how)]
+    targets = [Target.from_runs(f"{fit_cfg.label}/cubic", "throughput", runs, "Mbit/s")]
     path, res = fit_profile(
         runner, settings, name="local_afxdp", configs=[fit_cfg],
         params=[Param.parse("ovs.afxdp.per_packet=0.1us..60us")],

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import statsmodels.api as sm
 
-from ..fit.calibrate import Param, Target, target_sigma
+from ..fit.calibrate import Param, Target
 from ..fit.profile_writer import machine_state_of
 from ..profile import Profile
 from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, shown
@@ -183,8 +183,7 @@ def _fit(runner: Runner, settings: Settings, fit_data: Path):
             sel = df[(df["bridge"] == "linux") & (df["vm_tx_offload"] == offload) & (df["size"] == length)
                      & (df["workload"] == "tcp") & (df["metric"] == "throughput")]
             runs = sel["value"].to_numpy(float) * 1e-6
-            sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
-            targets.append(Target(f"{c.label}/tcp", "throughput", float(runs.mean()), sigma, "Mbit/s", runs, how))
+            targets.append(Target.from_runs(f"{c.label}/tcp", "throughput", runs, "Mbit/s"))
     per_byte, _ = copy_cost_per_byte(df)
     copy = f"{per_byte * 1e9:.4g}ns"
     files = [fit_data / "results.csv.gz"] if (fit_data / "results.csv.gz").is_file() else []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fit.calibrate import Param, Target, target_sigma
+from ..fit.calibrate import Param, Target
 from ..profile import Profile
 from . import plots
 from .base import shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
@@ -40,8 +40,7 @@ def run(runner: Runner, settings: Settings) -> list[TestbedResult]:
     targets = []
     for v in CASES:
         runs = rounds[f"singlebr-{v}"].to_numpy(float)
-        sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
-        targets.append(Target(f"singlebr-{v}/iperf", "throughput", float(runs.mean()), sigma, "Mbit/s", runs, how))
+        targets.append(Target.from_runs(f"singlebr-{v}/iperf", "throughput", runs, "Mbit/s"))
     params = [Param.parse("vif.xen-hvm-tap.cpu_per_packet=5us..400us"),
               Param.parse("app.send_per_byte=0.01ns..20ns"),   # the socket copies (issue 15)
               Param.parse("ovs.stats:scale=0.05us..10us")]

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..fit.calibrate import Param, Target, target_sigma
+from ..fit.calibrate import Param, Target
 from . import plots
 from .base import ROOT, shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
 from .compare import Comparison, ks_distance, mean_ci
@@ -117,13 +117,14 @@ STATES = (QUIET, BUSY)
 MEASURED_STATES = (QUIET25, BUSY25)
 FIT_KEYS = [("ovs", 1, "-", "none"), ("linux", 1, "-", "none")]
 # stage 2 also fits the share of a netdev pass that is its delivery into the receiving stack
-# (``ovs.deliver_share``) on this chain's TCP throughput, where a day's data have it
+# (``ovs.deliver_share``) and a linked frame's wait (``ovs.link_wait``) on this chain, where a day's data have it
 CHAIN_FIT_KEY = ("ovs", 2, "veth", "none")
+CHAIN_FIT_WORKLOADS = ("tcp", "rr")      # its TCP throughput (deliver_share) and TCP_RR RTT (link_wait)
 
 
 def fitted_row(key: tuple, workload: str) -> bool:
     """Whether a row of a day's own data is one its profiles were fitted on (``fit_state``)."""
-    return key in FIT_KEYS or (key == CHAIN_FIT_KEY and workload in ("tcp", "rr"))
+    return key in FIT_KEYS or (key == CHAIN_FIT_KEY and workload in CHAIN_FIT_WORKLOADS)
 # starting points of stage 1 (a shorter search): near a first fit of each state
 X0_QUIET = {"ovs.stats:scale": 4.6e-6, "vif.container-veth.cpu_per_packet": 0.24e-6, "host.stack_delay:scale": 30e-6,
             "ovs.latency": 45e-6, "linux_bridge.forward:scale": 0.3e-6, "app.idle_wake": 4e-6}
@@ -206,7 +207,8 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
     Stage 1 (``which[1]``): TCP throughput, TCP_RR RTT and the Linux bridge's ping mean (which, beside its
     TCP_RR, pins the application's wake-up).  Stage 2 (``which[2]``, based on stage 1): the netdev thread's
     wake-up after idling on the 1-bridge OVS ping mean -- the idle core's wake-up where the data's cores were
-    mostly idle, the tick stall where they were busy.  Returns (df, state, (host path, result), (path, result)).
+    mostly idle, the tick stall where they were busy -- and, where the data have the 2-bridge veth chain,
+    ``ovs.deliver_share`` on its TCP throughput and ``ovs.link_wait`` on its TCP_RR RTT.  Returns (df, state, (host path, result), (path, result)).
     """
     data, host_name, name, title = which
     df = without_offloads(load_measured(data))
@@ -220,8 +222,7 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
             if wl == "ping" and k[0] == "ovs":
                 continue                          # stage 2's target
             runs = sel[(sel["workload"] == wl) & (sel["metric"] == mm)]["value"].to_numpy(float) * f
-            sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
-            targets.append(Target(f"{_label(*k)}/{wl}", sm, float(runs.mean()), sigma, unit, runs, how))
+            targets.append(Target.from_runs(f"{_label(*k)}/{wl}", sm, runs, unit))
     params = [Param.parse("ovs.stats:scale=0.5us..200us"),
               Param.parse("vif.container-veth.cpu_per_packet=0.05us..20us"),
               Param.parse("host.stack_delay:scale=0.5us..60us"),
@@ -244,35 +245,30 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
     sel = df[(df["bridge"] == "ovs") & (df["chain"] == 1) & (df["qdisc"] == "none") & (df["workload"] == "ping")
              & (df["metric"] == "rtt_mean")]
     runs = sel["value"].to_numpy(float) * 1e3
-    sigma, how = target_sigma(float(runs.mean()), std=float(runs.std(ddof=1)), n=runs.size)
     busy = state["cpu_busy"] > 0.5
     param = "ovs.idle_stall_prob=0..0.6" if busy else "ovs.idle_wake=1us..600us"
     x0 = {"ovs.idle_stall_prob": 0.2} if busy else {"ovs.idle_wake": 100e-6}
     cfgs2 = [_config("ovs", 1, "-", "none", ["ping"])]
     params2 = [Param.parse(param)]
-    targets2 = [Target("ovs-1/ping", "rtt_mean", float(runs.mean()), sigma, "ms", runs, how)]
+    targets2 = [Target.from_runs("ovs-1/ping", "rtt_mean", runs, "ms")]
     rows = df[(df["bridge"] == CHAIN_FIT_KEY[0]) & (df["chain"] == CHAIN_FIT_KEY[1]) & (df["link"] == CHAIN_FIT_KEY[2])
               & (df["qdisc"] == CHAIN_FIT_KEY[3])]
     chain = rows[(rows["workload"] == "tcp") & (rows["metric"] == "throughput")]
     what, note = "wake-up after idling, fitted on the 1-bridge OVS ping RTT", ""
     if len(chain) >= 2:
         tput = chain["value"].to_numpy(float) * 1e-6
-        csigma, chow = target_sigma(float(tput.mean()), std=float(tput.std(ddof=1)), n=tput.size)
         # the row's own workloads, as it is predicted (TCP last: the others warm the path before it)
         cfgs2.append(_config(*CHAIN_FIT_KEY, [w for w in rows["workload"].unique() if w in WORKLOADS]))
         params2.append(Param.parse("ovs.deliver_share=0..0.95"))
-        targets2.append(Target(f"{_label(*CHAIN_FIT_KEY)}/tcp", "throughput", float(tput.mean()), csigma, "Mbit/s",
-                               tput, chow))
+        targets2.append(Target.from_runs(f"{_label(*CHAIN_FIT_KEY)}/tcp", "throughput", tput, "Mbit/s"))
         x0 = {**x0, "ovs.deliver_share": 0.6}
         what = ("wake-up after idling and the share of a pass that is its delivery into the receiving stack, "
                 "fitted on the 1-bridge OVS ping RTT and the 2-bridge veth chain's TCP throughput")
         note = "; ovs.deliver_share on the mean TCP throughput of the 2-bridge veth-chain OVS runs"
         rr = rows[(rows["workload"] == "rr") & (rows["metric"] == "tcp_rr_rtt")]["value"].to_numpy(float) * 1e3
         if rr.size >= 2:
-            rsigma, rhow = target_sigma(float(rr.mean()), std=float(rr.std(ddof=1)), n=rr.size)
             params2.append(Param.parse("ovs.link_wait=0us..400us"))
-            targets2.append(Target(f"{_label(*CHAIN_FIT_KEY)}/rr", "rtt_mean", float(rr.mean()), rsigma, "ms",
-                                   rr, rhow))
+            targets2.append(Target.from_runs(f"{_label(*CHAIN_FIT_KEY)}/rr", "rtt_mean", rr, "ms"))
             x0 = {**x0, "ovs.link_wait": 40e-6}
             what += " and TCP_RR RTT (a linked frame's wait for the thread's next read)"
             note += ", ovs.link_wait on its mean TCP_RR RTT"
@@ -338,7 +334,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
             if metric == "throughput" and k[3] in SHAPED:
                 kind = "shaped_throughput"
             split = ("in-sample" if (k in fit_keys and wl in ("tcp", "rr", "ping"))
-                     or (k == CHAIN_FIT_KEY and wl in ("tcp", "rr")) else "held-out")
+                     or (k == CHAIN_FIT_KEY and wl in CHAIN_FIT_WORKLOADS) else "held-out")
             row = Comparison(tb.name, f"{c.label} {wl}", metric, unit, y, lo, hi, m, slo, shi, split, kind,
                              note=f"{runs.size} runs")
             (shaped if k[3] in SHAPED or k[3] == "pfifo_fast" else tb).rows.append(row)
