@@ -100,14 +100,22 @@ def test_a_window_found_cwnd_limited_stays_limited_until_its_data_is_acked(make_
     assert s.max_packets_out == 6
 
 
+def _two_containers(**vm_a) -> dict:
+    return {"scenario": {"name": "k", "duration": "1s"}, "host": [{"name": "h"}],
+            "bridge": [{"name": "br", "host": "h", "kind": "linux"}],
+            "vm": [{"name": "a", "host": "h", "vif": "container-veth", "bridge": "br", **vm_a},
+                   {"name": "b", "host": "h", "vif": "container-veth", "bridge": "br"}],
+            "workload": [{"name": "p", "tool": "ping", "from": "a", "to": "b"}]}
+
+
 @pytest.mark.parametrize("bad", ["six", "6", 6.1, "6.1.x"])
 def test_a_vm_kernel_must_be_a_linux_version(bad):
-    sc = {"scenario": {"name": "k", "duration": "1s"}, "host": [{"name": "h"}],
-          "bridge": [{"name": "br", "host": "h", "kind": "linux"}],
-          "vm": [{"name": "a", "host": "h", "vif": "container-veth", "bridge": "br", "kernel": bad},
-                 {"name": "b", "host": "h", "vif": "container-veth", "bridge": "br"}],
-          "workload": [{"name": "p", "tool": "ping", "from": "a", "to": "b"}]}
     with pytest.raises(ConfigError, match="kernel must be a Linux version"):
-        from_dict(sc, file="<test>")
-    sc["vm"][0]["kernel"] = "6.1"
-    from_dict(sc, file="<test>")
+        from_dict(_two_containers(kernel=bad), file="<test>")
+    from_dict(_two_containers(kernel="6.1"), file="<test>")
+
+
+@pytest.mark.parametrize("bad", ["no", 0, "false"])
+def test_veth_orphans_must_be_true_or_false(bad):
+    with pytest.raises(ConfigError, match="veth_orphans must be true or false"):
+        from_dict(_two_containers(veth_orphans=bad), file="<test>")
