@@ -41,8 +41,8 @@ SCHEMA: dict[str, str] = {
     # the share of a netdev fast-path pass's CPU cost that is its delivery into the receiving namespace's
     # stack (run in ovs-vswitchd's sendto()); a frame sent to a veth link to another bridge does not pay it
     "ovs.deliver_share": "prob",
-    # how long a frame forwarded into a veth link waits for the netdev thread to read the next bridge's port
-    "ovs.link_wait": "time",
+    # the netdev thread's main-loop run after a pass, per bridge it goes through (ovssim/path/vswitchd_loop.py)
+    "ovs.bridge_run": "time",
     # AF_XDP ports' PMD thread (ovssim/path/afxdp.py): its own work per frame and per batch, an empty poll,
     # the XSK ring size and the TSC rate (MHz) pmd-perf-show counts cycles in
     "ovs.afxdp.per_packet": "time", "ovs.afxdp.per_batch": "time", "ovs.afxdp.empty_poll": "time",
@@ -80,10 +80,9 @@ for _q in QDISC_KINDS:
 # wake-ups (app.wakeup, ovs.idle_wake, ovs.upcall_wakeup), the timer tick of the idle stall, timer latencies --
 # and thresholds, sizes, counts and probabilities.  ovs.latency stays in: the netdev thread's wait for its core,
 # which grows with the other jobs' load as the wall-clock speed index falls (fitted 27.7 / 127.9 us on the quiet
-# and busy days).  ovs.link_wait too: the rest of ovs-vswitchd's main loop, run before it reads the next port
-# (fitted 25 / 63 us on the quiet 24-Nov and busy 22-Nov days, speed indices 1.11 / 0.56: 25 / 32 us scaled to one).
+# and busy days).  ovs.bridge_run too: the rest of ovs-vswitchd's main-loop run after a pass, per bridge.
 CPU_COSTS: frozenset[str] = frozenset((
-    "ovs.stats", "ovs.lookup", "ovs.actions", "ovs.upcall", "ovs.lookup_per_mask", "ovs.latency", "ovs.link_wait",
+    "ovs.stats", "ovs.lookup", "ovs.actions", "ovs.upcall", "ovs.lookup_per_mask", "ovs.latency", "ovs.bridge_run",
     "ovs.afxdp.per_packet", "ovs.afxdp.per_batch", "ovs.afxdp.empty_poll",
     "linux_bridge.forward", "patch.translate", "patch.cpu_per_packet", "veth.cpu_per_packet", "veth.cpu_per_byte",
     "nic.cpu_per_poll", "nic.cpu_per_packet", "nic.cpu_per_byte", "gso.cpu_per_segment", "gso.cpu_per_byte",

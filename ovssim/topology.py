@@ -15,6 +15,7 @@ from .cpu import CpuPool, GuestCpus, conn_key
 from .distributions import Sampler
 from .path.afxdp import AfxdpPort, PmdThread
 from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
+from .path.vswitchd_loop import VswitchdLoop
 from .path.endpoint import Endpoint
 from .path.features import resolve
 from .path.gso import SoftwareGso
@@ -123,6 +124,15 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         return ovs_threads[host]
 
     vswitchd: dict = {}
+    vswitchd_loops: dict = {}
+
+    def _vswitchd_loop(host: str) -> VswitchdLoop:
+        # netdev: the main loop of that thread, whose every run goes through each of the host's netdev bridges
+        if host not in vswitchd_loops:
+            vswitchd_loops[host] = VswitchdLoop(profile.time("ovs.bridge_run"))
+        loop = vswitchd_loops[host]
+        loop.add_bridge()
+        return loop
 
     def _vswitchd_thread(host: str):
         # netdev: ovs-vswitchd's one thread does every bridge's packets, on its key's core (as serve keys it)
@@ -157,7 +167,6 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  rules=[QueueRule(f.get("match", {}), f["set_queue"]) for f in b["flows"]],
                                  latency=None if afxdp else profile.sampler("ovs.latency", rng(f"{name}.latency")),
                                  deliver_share=0.0 if afxdp else profile.prob("ovs.deliver_share"),
-                                 link_wait=0.0 if afxdp else profile.time("ovs.link_wait"),
                                  sndbuf=0 if afxdp else int(profile.size("ovs.tx_sndbuf")),
                                  rcvbuf=0 if afxdp else int(profile.size("ovs.rx_rcvbuf")),
                                  stall_state=None if afxdp else _ovs_thread(b["host"]),
@@ -165,7 +174,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  thread_key=(zlib.crc32(f"{b['host']}.ovs-vswitchd".encode())
                                              if b.get("datapath_type") == "netdev" and not afxdp else None),
                                  thread=(_vswitchd_thread(b["host"])
-                                         if b.get("datapath_type") == "netdev" and not afxdp else None))
+                                         if b.get("datapath_type") == "netdev" and not afxdp else None),
+                                 loop=(_vswitchd_loop(b["host"])
+                                       if b.get("datapath_type") == "netdev" and not afxdp else None))
                 if afxdp:
                     afxdp_members.add(name)
             else:

@@ -42,10 +42,10 @@ softirq work -- ``veth_xmit``, ``netif_rx``, IP/TCP receive and the ACK it sends
 thread's core inside the pass, while into a veth that links two bridges it only queues the frame on
 the next bridge's AF_PACKET socket (``packet_rcv``).  A fast-path pass whose output port is such a
 link pays ``1 - deliver_share`` of the pass cost; a chain of k veth-linked bridges costs
-``k - (k - 1) * deliver_share`` passes per frame, not k.  Such a frame then waits ``link_wait``
-(profile ``ovs.link_wait``, default 0) on the next bridge's socket: ``dpif_netdev_run`` reads each
-non-PMD port once per run of ovs-vswitchd's main loop, in its port map's order, so a frame queued
-on a port the run has passed waits for the loop to come round again.
+``k - (k - 1) * deliver_share`` passes per frame, not k.  Such a frame arrives on the next bridge's
+socket inside the sending pass and waits for the rest of ovs-vswitchd's main-loop run (``loop``, a
+:class:`~ovssim.path.vswitchd_loop.VswitchdLoop` shared by the host's netdev bridges, profile
+``ovs.bridge_run`` per bridge), as does any frame that reaches the thread in that time.
 
 ``latency`` (profile ``ovs.latency``, default 0) is per-packet delay that is
 not CPU work -- the userspace ``netdev`` datapath's polling and wake-ups --
@@ -161,7 +161,7 @@ class OvsDatapath(Bridge):
                  idle_stall_prob: float = 0.0, idle_stall: float = 0.004, idle_after: float = 0.004,
                  stall_rng=None, stall_state: list | None = None, thread_key: int | None = None,
                  idle_wake: float = 0.0, busy_share: float = 1.0, upcall_wakeup: Sampler | None = None,
-                 thread=None, deliver_share: float = 0.0, link_wait: float = 0.0):
+                 thread=None, deliver_share: float = 0.0, loop=None):
         super().__init__(env, name, lookahead=lookahead)
         # None: the kernel datapath (each flow's work on its own core); else the core key of the
         # userspace datapath's thread, which does the work of every flow
@@ -173,9 +173,9 @@ class OvsDatapath(Bridge):
         # netdev: what a fast-path pass costs when its output is a veth link to another bridge -- the pass
         # without its delivery into a receiving stack (``deliver_share``); the kernel datapath: all of it
         self._link_keep = 1.0 - deliver_share if thread_key is not None else 1.0
-        # netdev: how long a frame another bridge forwarded into a veth link waits on this bridge's
-        # AF_PACKET socket for the thread to come round to it (0: at once; the kernel datapath: never)
-        self._link_wait = link_wait if thread_key is not None else 0.0
+        # netdev: the main-loop run of ovs-vswitchd's thread around its passes (VswitchdLoop), or None
+        # (the kernel datapath runs in softirq; a loop whose bridges cost nothing changes nothing)
+        self.loop = loop if thread_key is not None and loop is not None and loop.bridge_run > 0.0 else None
         if handlers < 1 or upcall_queue < 1 or flow_limit < 1 or masks < 1:
             raise ValueError(f"{name}: handlers, upcall_queue, flow_limit and masks must be >= 1")
         self.cpu = cpu
@@ -246,8 +246,9 @@ class OvsDatapath(Bridge):
             return
         if self._stall is not None:
             t = self._woken(t)
-        if self._link_wait and port.link:
-            t += self._link_wait
+        loop = self.loop
+        if loop is not None:
+            t = loop.read_at(t)
         mask_cost = self._masks[2]
         flow = pkt.flow
         m = self._memo
@@ -288,6 +289,8 @@ class OvsDatapath(Bridge):
                 return
             if self.latency_s is not None:
                 done = self._after_latency(done)
+            if loop is not None:                     # sent (the output batch flushed): the run goes on
+                loop.passed(done)
             # Bridge.deliver, inlined for a unicast frame to a known, live destination
             fdb = self.fdb
             fdb[(vlan, pkt.src_mac)] = (port, done)          # learn
@@ -327,6 +330,8 @@ class OvsDatapath(Bridge):
             if afp is not None:
                 self._rx_unread(afp, port, pkt, t)
             return
+        if loop is not None:
+            loop.passed(t_miss)
         wake = self.upcall_wakeup_s
         if wake is not None and min(self.handlers.free) <= t_miss:   # every handler asleep in poll()
             t_miss += wake.next()

@@ -117,9 +117,10 @@ STATES = (QUIET, BUSY)
 MEASURED_STATES = (QUIET25, BUSY25)
 FIT_KEYS = [("ovs", 1, "-", "none"), ("linux", 1, "-", "none")]
 # stage 2 also fits the share of a netdev pass that is its delivery into the receiving stack
-# (``ovs.deliver_share``) and a linked frame's wait (``ovs.link_wait``) on this chain, where a day's data have it
+# (``ovs.deliver_share``) and the netdev thread's main-loop run per bridge (``ovs.bridge_run``) on this chain, where a
+# day's data have it
 CHAIN_FIT_KEY = ("ovs", 2, "veth", "none")
-CHAIN_FIT_WORKLOADS = ("tcp", "rr")      # its TCP throughput (deliver_share) and TCP_RR RTT (link_wait)
+CHAIN_FIT_WORKLOADS = ("tcp", "rr")      # its TCP throughput (deliver_share) and TCP_RR RTT (bridge_run)
 
 
 def fitted_row(key: tuple, workload: str) -> bool:
@@ -208,7 +209,7 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
     TCP_RR, pins the application's wake-up).  Stage 2 (``which[2]``, based on stage 1): the netdev thread's
     wake-up after idling on the 1-bridge OVS ping mean -- the idle core's wake-up where the data's cores were
     mostly idle, the tick stall where they were busy -- and, where the data have the 2-bridge veth chain,
-    ``ovs.deliver_share`` on its TCP throughput and ``ovs.link_wait`` on its TCP_RR RTT.  Returns (df, state, (host path, result), (path, result)).
+    ``ovs.deliver_share`` on its TCP throughput and ``ovs.bridge_run`` on its TCP_RR RTT.  Returns (df, state, (host path, result), (path, result)).
     """
     data, host_name, name, title = which
     df = without_offloads(load_measured(data))
@@ -267,11 +268,11 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
         note = "; ovs.deliver_share on the mean TCP throughput of the 2-bridge veth-chain OVS runs"
         rr = rows[(rows["workload"] == "rr") & (rows["metric"] == "tcp_rr_rtt")]["value"].to_numpy(float) * 1e3
         if rr.size >= 2:
-            params2.append(Param.parse("ovs.link_wait=0us..400us"))
+            params2.append(Param.parse("ovs.bridge_run=0us..200us"))
             targets2.append(Target.from_runs(f"{_label(*CHAIN_FIT_KEY)}/rr", "rtt_mean", rr, "ms"))
-            x0 = {**x0, "ovs.link_wait": 40e-6}
-            what += " and TCP_RR RTT (a linked frame's wait for the thread's next read)"
-            note += ", ovs.link_wait on its mean TCP_RR RTT"
+            x0 = {**x0, "ovs.bridge_run": 15e-6}
+            what += " and TCP_RR RTT (the thread's main-loop run per bridge)"
+            note += ", ovs.bridge_run on its mean TCP_RR RTT"
     stage2 = fit_profile(
         runner, settings, name=name, configs=cfgs2, params=params2, targets=targets2,
         data_files=data_files, base_profile=host_name, state=state,
@@ -308,8 +309,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
                 "application's wake-up on TCP_RR, which ping does not pay; `calibration/local_netns_host.toml`; "
                 "six parameters on five targets leave one direction undetermined), then, with those fixed, the OVS "
                 "datapath thread's wake-up after idling on the 1-bridge OVS ping mean and the share of a netdev pass "
-                "that is its delivery into the receiving stack (`ovs.deliver_share`) and a linked frame's wait for "
-                "the thread's next read (`ovs.link_wait`) on the 2-bridge veth chain's TCP throughput and TCP_RR "
+                "that is its delivery into the receiving stack (`ovs.deliver_share`) and the thread's main-loop run "
+                "per bridge (`ovs.bridge_run`) on the 2-bridge veth chain's TCP throughput and TCP_RR "
                 "RTT (`calibration/local_netns.toml`). Held out: chains of 2 and 4 bridges (patch ports, "
                 "veth pairs) but those two rows, with their pings, qdisc configurations, UDP and jitter runs, and every ping RTT distribution's "
                 f"shape. Machine state of the data: {state}.")
@@ -438,14 +439,15 @@ def notes(tb: TestbedResult, shaped: TestbedResult) -> None:
     if lines:
         tb.notes.append(
             "**Chains** (TCP throughput relative to 1 bridge): " + "; ".join(lines) + ". Patch ports cost nothing "
-            "in the model (`patch.translate` = 0; seed 003's flat curve). Veth pairs use the default profile's "
-            "per-crossing CPU cost (not fitted here) plus one more datapath pass per bridge -- for the netdev "
-            "datapath a pass without its delivery into the receiving stack (`ovs.deliver_share` of a pass is "
-            "that delivery, fitted on the 2-bridge row), since a middle bridge's sendto() only queues the frame "
-            "on the next bridge's AF_PACKET socket, where it waits `ovs.link_wait` for the thread's next read "
-            "(fitted on the 2-bridge row's TCP_RR). Measured, each extra veth-linked bridge adds 60 us per pass "
-            "to a TCP_RR round trip at 2 bridges and 81 us at 4: the wait grows with the chain, the model's does "
-            "not.")
+            "in the model's fast path (`patch.translate` = 0; seed 003's flat curve). Veth pairs use the default "
+            "profile's per-crossing CPU cost (not fitted here) plus one more datapath pass per bridge -- for the "
+            "netdev datapath a pass without its delivery into the receiving stack (`ovs.deliver_share` of a pass "
+            "is that delivery, fitted on the 2-bridge row), since a middle bridge's sendto() only queues the frame "
+            "on the next bridge's AF_PACKET socket. There it waits for the rest of ovs-vswitchd's main-loop run, "
+            "which runs every bridge (`ofproto_run`) before poll() returns: bridges x `ovs.bridge_run` (fitted on "
+            "the 2-bridge row's TCP_RR), so the wait grows with the chain, as measured (each extra veth-linked "
+            "bridge adds 60 us per pass to a TCP_RR round trip at 2 bridges, 81 us at 4), and through patch "
+            "ports a reply that comes back before the run's end waits for it too.")
     ks = [(r.config.split()[0], r.simulated) for r in tb.rows if r.metric == "ks_rtt"]
     if ks:
         pings = {r.config.split()[0]: r for r in tb.rows if r.metric == "rtt" and r.config.endswith(" ping")}

@@ -1,5 +1,4 @@
-"""The netdev datapath's chain links (ovssim/path/datapath.py): the delivery share ``ovs.deliver_share`` and the
-wait ``ovs.link_wait``.
+"""The netdev datapath's chain links (ovssim/path/datapath.py): the delivery share ``ovs.deliver_share``.
 
 ovs-vswitchd sends each frame with sendto() on the output port's AF_PACKET socket: into a namespace's
 veth the receiving stack's softirq work runs inside the pass, into a veth that links two bridges only
@@ -43,22 +42,3 @@ def test_a_pass_into_a_chain_link_saves_the_delivery_share_of_its_cost():
 @pytest.mark.parametrize("chain, datapath", [(1, "netdev"), (2, "system")])
 def test_single_bridges_and_the_kernel_datapath_pay_whole_passes(chain, datapath):
     assert _busy_and_hits(0.0, chain, datapath)[0] == _busy_and_hits(0.6, chain, datapath)[0]
-
-
-def _ping_rtt(wait: str, datapath: str = "netdev") -> float:
-    d = {"scenario": {"name": "p", "duration": "0.5s", "reps": 1},
-         "host": [{"name": "h", "cores": 2}],
-         "bridge": [{"name": "br", "host": "h", "chain": 2, "link": "veth", "datapath_type": datapath}],
-         "vm": [{"name": "a", "host": "h", "vif": "container-veth", "bridge": "br"},
-                {"name": "b", "host": "h", "vif": "container-veth", "bridge": "br-2"}],
-         "workload": [{"name": "p", "tool": "ping", "from": "a", "to": "b", "c": 20, "i": "20ms"}]}
-    res = run_scenario(d, reps=1, seed=3, profile=Profile.load("default"), sets={"ovs.link_wait": wait})
-    pr = res.per_rep
-    return float(pr[(pr.workload == "p") & (pr.metric == "rtt_mean")]["value"].iloc[0])
-
-
-def test_a_linked_frame_waits_for_the_threads_next_read_once_per_link_crossing():
-    """A ping through two veth-linked netdev bridges crosses the link once each way: its round trip
-    grows by twice ``ovs.link_wait``; the kernel datapath reads nothing from a socket and does not wait."""
-    assert _ping_rtt("50us") - _ping_rtt("0us") == pytest.approx(2 * 0.050, rel=1e-6)      # ms
-    assert _ping_rtt("50us", "system") == _ping_rtt("0us", "system")
