@@ -72,18 +72,27 @@ class RateSampler:
         self.delivered_time = 0.0     # tp->delivered_mstamp
         self.first_tx_time = 0.0      # tp->first_tx_mstamp
         self.app_limited = 0          # tp->app_limited: delivered count the mark lasts until
-        self.snaps: deque = deque()   # (end_seq, delivered, delivered_time, first_tx, tx_time, app_limited)
+        # (end_seq, delivered, delivered_time, first_tx, tx_time, app_limited, seq, pcount): one per skb
+        self.snaps: deque = deque()
 
-    def on_send(self, sender, end: int, now: float, pcount: int = 1) -> None:
-        """``tcp_rate_skb_sent`` (new data only) for an skb of ``pcount`` segments the sender has just
-        counted in ``packets_out``."""
+    def on_send(self, sender, end: int, now: float, pcount: int = 1, start: int | None = None) -> None:
+        """``tcp_rate_skb_sent`` (new data only) for an skb ``start``..``end`` of ``pcount`` segments the
+        sender has just counted in ``packets_out``."""
         if sender.packets_out <= pcount:   # nothing else in flight: start a fresh interval
             self.first_tx_time = self.delivered_time = now
         self.snaps.append((end, self.delivered, self.delivered_time, self.first_tx_time, now,
-                           self.app_limited != 0))
+                           self.app_limited != 0, end if start is None else start, pcount))
 
-    def on_ack(self, snd_una: int, delivered: int, now: float, min_rtt: float):
-        """``tcp_rate_skb_delivered`` + ``tcp_rate_gen``: (rate seg/s, app_limited, prior_delivered, rtt) or None."""
+    def on_ack(self, snd_una: int, delivered: int, now: float, min_rtt: float, mss: int = 0):
+        """``tcp_rate_skb_delivered`` + ``tcp_rate_gen``: (rate seg/s, app_limited, prior_delivered, rtt) or None.
+
+        The sample is taken from the most recently sent skb this ACK delivered: the last one it ACKed
+        whole or, after those, a TSO skb it ACKed only in part.  ``tcp_clean_rtx_queue`` calls
+        ``tcp_rate_skb_delivered`` for a partially ACKed skb too (after ``tcp_tso_acked`` trimmed whole
+        segments off its head, before its ``if (!fully_acked) break``), and takes the RTT (``last_ackt``,
+        BBR's ``rs->rtt_us``) from it: a shaper that splits a GSO skb into segments (TBF, when the skb is
+        larger than its burst) gets an ACK every two segments, and each of them is a rate sample in Linux.
+        The skb keeps its send-time snapshot, so its remaining segments' ACKs sample from it again."""
         self.delivered += delivered
         if delivered:
             self.delivered_time = now
@@ -93,9 +102,16 @@ class RateSampler:
         snaps = self.snaps
         while snaps and snaps[0][0] <= snd_una:
             last = snaps.popleft()
+        if mss and snaps:
+            head = snaps[0]
+            end, seq, pcount = head[0], head[6], head[7]
+            # tcp_clean_rtx_queue: a one-segment skb, or one the ACK does not reach into, stops the walk;
+            # tcp_tso_acked counts the whole segments trimmed off its head (none: no sample from it)
+            if pcount > 1 and snd_una > seq and pcount - -(-(end - snd_una) // mss) > 0:
+                last = head
         if last is None or not delivered:
             return None
-        _, d0, dt0, ftx0, tx, app = last
+        _, d0, dt0, ftx0, tx, app = last[:6]
         self.first_tx_time = tx
         interval = max(tx - ftx0, now - dt0)
         if interval <= 0.0 or interval < min_rtt:
@@ -184,13 +200,13 @@ class Bbr(CongestionControl):
     def on_send(self, seq: int, n: int, now: float, new: bool) -> None:
         if new:
             s = self.s
-            self.rate.on_send(s, seq + n, now, (n + s.mss - 1) // s.mss)
+            self.rate.on_send(s, seq + n, now, (n + s.mss - 1) // s.mss, seq)
 
     def cong_control(self, acked: int, delivered: int, now: float) -> None:
         """``bbr_main``: update the model from this ACK's rate sample, then pacing and cwnd."""
         s = self.s
         rate = self.rate
-        rs = rate.on_ack(s.snd_una, delivered, now, s.rtt.min_rtt)     # tcp_min_rtt
+        rs = rate.on_ack(s.snd_una, delivered, now, s.rtt.min_rtt, s.mss)     # tcp_min_rtt
         # tcp_rate_check_app_limited: nothing left to send and room in cwnd
         if s.write_end - s.snd_nxt < s.mss and s.in_flight < s.cwnd and not s.lost_out:
             rate.app_limited = (rate.delivered + s.in_flight) or 1

@@ -288,3 +288,62 @@ def test_rate_sample_interval_starts_afresh_only_when_nothing_was_in_flight(make
     s.q.queue(10 * s.mss, 20 * s.mss, 3.0, 10)           # packets_out 20: another skb in flight
     s.cc.on_send(10 * s.mss, 10 * s.mss, 3.0, True)
     assert rate.first_tx_time == rate.delivered_time == 2.0
+
+
+def test_a_partially_acked_tso_skb_gives_a_rate_sample_on_each_ack(make_path):
+    """tcp_clean_rtx_queue calls tcp_rate_skb_delivered for a TSO skb the ACK covers only in part (after
+    tcp_tso_acked trimmed the whole segments off its head, before ``if (!fully_acked) break``), and
+    takes ``last_ackt`` (the rate sample's RTT) from it: every ACK of a GSO skb a shaper split into
+    segments (TBF, behind a burst smaller than the skb) is a rate sample whose prior state is that skb's
+    send-time snapshot.  An ACK that trims no whole segment off it (tcp_tso_acked returns 0) stops the
+    walk first, and a one-segment skb is never partially ACKed."""
+    p = make_path(rate=100e6, delay=0.001)
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="bbr")
+    s, rate = c.sender, c.sender.cc.rate
+    mss = s.mss
+    s.q.queue(0, 10 * mss, 1.0, 10)                      # one 10-segment skb, nothing else in flight
+    s.cc.on_send(0, 10 * mss, 1.0, True)
+    # an ACK of 2 of its 10 segments 1 ms later: a sample of 2 segments over 1 ms, RTT 1 ms
+    rs = rate.on_ack(2 * mss, 2, 1.001, 50e-6, mss)
+    assert rs is not None
+    bw, app, prior_delivered, rtt = rs
+    assert bw == pytest.approx(2 / 0.001) and prior_delivered == 0 and rtt == pytest.approx(0.001)
+    # the next ACK (4 more segments) samples from the same skb's snapshot: 6 segments over 2 ms
+    bw, _, prior_delivered, rtt = rate.on_ack(6 * mss, 4, 1.002, 50e-6, mss)
+    assert bw == pytest.approx(6 / 0.002) and prior_delivered == 0 and rtt == pytest.approx(0.002)
+    # less than a segment further: tcp_tso_acked trims nothing, no sample (and nothing delivered)
+    assert rate.on_ack(6 * mss + 100, 0, 1.0025, 50e-6, mss) is None
+    # the rest of it: the skb is ACKed whole and leaves the snapshots
+    bw, _, _, _ = rate.on_ack(10 * mss, 4, 1.003, 50e-6, mss)
+    assert bw == pytest.approx(10 / 0.003) and not rate.snaps
+    # a one-segment skb is never partially ACKed (tcp_skb_pcount(skb) == 1 stops the walk)
+    s.q.queue(10 * mss, 11 * mss, 1.004, 1)
+    s.cc.on_send(10 * mss, mss, 1.004, True)
+    assert rate.on_ack(10 * mss + 700, 1, 1.005, 50e-6, mss) is None
+
+
+def test_bbr_takes_rate_samples_from_the_acks_of_a_split_gso_skb(make_path):
+    """Behind a TBF whose burst (32 KB) is smaller than BBR's startup skbs (up to 45 segments), the skbs
+    leave as segments and the receiver ACKs every second one: with tcp_clean_rtx_queue's partial-ACK
+    samples (above) each of those ACKs is a rate sample, so BBR's rounds, bandwidth filter, min_rtt and
+    ACK-aggregation epoch advance on them (without, only the ACK that completed a split skb was)."""
+    from ovssim.path.port import EgressPort
+    tbf = {"kind": "tbf", "rate": "20mbit", "burst": "32kb", "latency": "400ms"}
+    p = make_path(rate=10e9, delay=25e-6, limit=1000)
+    p.a.out = EgressPort(p.env, 10e9, tbf, out=p.b, prop_delay=25e-6, name="tbf")
+    p.a.gso = True
+    (c, _), = bulk_bbr(p, 1.0)
+    b = c.sender.cc
+    partial = []                  # (segments the ACKed skb has, a sample taken) of each partial ACK
+    on_ack = b.rate.on_ack
+
+    def watch(snd_una, delivered, now, min_rtt, mss=0):
+        head = next((sn for sn in b.rate.snaps if sn[0] > snd_una), None)
+        rs = on_ack(snd_una, delivered, now, min_rtt, mss)
+        if delivered and head is not None and head[6] < snd_una:
+            partial.append((head[7], rs is not None))
+        return rs
+    b.rate.on_ack = watch
+    p.env.run(until=1.0)
+    assert len(partial) >= 20 and min(segs for segs, _ in partial) > 22     # skbs larger than the burst
+    assert all(sampled for _, sampled in partial)
