@@ -9,7 +9,9 @@ BBR models the path by two windowed filters and sets a pacing rate and a cwnd fr
 * ``RTprop``: the minimum RTT over 10 s (``bbr_min_rtt_win_sec``).
 * Modes: STARTUP (pacing and cwnd gain 2/ln2 = 2.885) until the bandwidth stops growing by
   25 % for 3 rounds (``bbr_check_full_bw_reached``); DRAIN (pacing gain 1/2.885) until
-  in-flight is down to one BDP; PROBE_BW cycling the pacing gain over
+  the segments in the network at the next departure (``bbr_packets_in_net_at_edt``: in-flight
+  less BtlBw x (EDT - now), plus a TSO-goal skb while the gain is above 1) are down to one BDP
+  plus the quantization budget; PROBE_BW cycling the pacing gain over
   5/4, 3/4, 1, 1, 1, 1, 1, 1 (one phase per min_rtt; the first phase drawn at random, never
   the 3/4 one) with cwnd gain 2; PROBE_RTT when the min_rtt is 10 s old: cwnd 4 segments
   for max(200 ms, one round), then back.
@@ -307,17 +309,41 @@ class Bbr(CongestionControl):
             return 0
         return min(max(self.extra_acked), int(self.bw * EXTRA_ACKED_MAX))
 
+    def packets_in_net_at_edt(self, inflight_now: int, now: float, gain: float) -> int:
+        """``bbr_packets_in_net_at_edt``: the segments still in the network when the next skb departs.
+
+        With pacing the next skb's earliest departure time (``tcp_wstamp_ns``) may lie ahead; by then
+        ``BtlBw`` x (EDT - now) segments will have been delivered.  When the pacing gain is above 1
+        (``bbr->pacing_gain``: the gain set on the previous ACK, since ``bbr_update_gains`` runs after
+        the checks that call this) the EDT skb itself is counted, as ``bbr_tso_segs_goal`` segments:
+        so on the ACK that ends STARTUP, DRAIN is skipped only if in-flight plus a goal-sized skb
+        (up to 45 segments at startup's pacing rate) fits one BDP plus the quantization budget."""
+        s = self.s
+        edt = s._wstamp if s._wstamp > now else now
+        interval_delivered = int(self.bw * (edt - now))
+        inflight_at_edt = inflight_now
+        if gain > 1:
+            inflight_at_edt += self.tso_segs_goal()
+        if interval_delivered >= inflight_at_edt:
+            return 0
+        return inflight_at_edt - interval_delivered
+
     def _update_cycle_phase(self, now: float, prior_in_flight: int, losses: int) -> None:
+        """``bbr_update_cycle_phase`` / ``bbr_is_next_cycle_phase``: the 5/4 and 3/4 phases compare the
+        segments in the network at the next departure (``bbr_packets_in_net_at_edt`` of the ACK's
+        ``prior_in_flight``) with the target."""
         if self.mode != PROBE_BW:
             return
         full_length = now - self.cycle_stamp > self.min_rtt
         gain = self.pacing_gain
         if gain == 1:
             nxt = full_length
-        elif gain > 1:
-            nxt = full_length and (losses > 0 or prior_in_flight >= self.inflight(self.bw, gain))
         else:
-            nxt = full_length or prior_in_flight <= self.inflight(self.bw, 1.0)
+            inflight = self.packets_in_net_at_edt(prior_in_flight, now, gain)
+            if gain > 1:
+                nxt = full_length and (losses > 0 or inflight >= self.inflight(self.bw, gain))
+            else:
+                nxt = full_length or inflight <= self.inflight(self.bw, 1.0)
         if nxt:
             self._advance_cycle(now)
 
@@ -348,11 +374,16 @@ class Bbr(CongestionControl):
         self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT
 
     def _check_drain(self, now: float) -> None:
+        """``bbr_check_drain``: DRAIN once the pipe is full, PROBE_BW once the segments in the network at
+        the next departure (``bbr_packets_in_net_at_edt``, with the gain in force before this ACK) are
+        down to one BDP plus the quantization budget."""
+        gain = self.pacing_gain
         if self.mode == STARTUP and self.full_bw_reached:
             self.mode = DRAIN
             self.pacing_gain = DRAIN_GAIN
             self.cwnd_gain = HIGH_GAIN
-        if self.mode == DRAIN and self.s.in_flight <= self.inflight(self.bw, 1.0):
+        if (self.mode == DRAIN
+                and self.packets_in_net_at_edt(self.s.in_flight, now, gain) <= self.inflight(self.bw, 1.0)):
             self._reset_probe_bw(now)
 
     def _update_min_rtt(self, rs, now: float) -> None:

@@ -347,3 +347,37 @@ def test_bbr_takes_rate_samples_from_the_acks_of_a_split_gso_skb(make_path):
     p.env.run(until=1.0)
     assert len(partial) >= 20 and min(segs for segs, _ in partial) > 22     # skbs larger than the burst
     assert all(sampled for _, sampled in partial)
+
+
+def test_drain_and_gain_cycling_count_the_packets_in_the_network_at_the_next_departure(make_path):
+    """bbr_packets_in_net_at_edt: in-flight less BtlBw x (EDT - now), plus a bbr_tso_segs_goal skb while
+    the pacing gain (the one in force before this ACK: bbr_update_gains runs last in bbr_update_model)
+    is above 1.  bbr_check_drain compares that with bbr_inflight(bw, 1), so on the ACK that ends STARTUP
+    the queue counts as drained only if in-flight plus a goal-sized skb fits one BDP plus the
+    quantization budget; the next ACK, at the drain gain, compares in-flight alone."""
+    p = make_path(rate=100e6, delay=0.001)
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="bbr")
+    s, b = c.sender, c.sender.cc
+    now = p.env.now
+    b.bw_samples.append((b.round_count, 1e5))            # BtlBw 100 segments/ms
+    b.min_rtt = 50e-6                                     # BDP 5 segments
+    s.pacing_rate = 1e9                                   # bytes/s: a 45-segment TSO goal
+    goal = b.tso_segs_goal()
+    assert goal == 45
+    s._wstamp = now                                       # next departure now
+    assert b.packets_in_net_at_edt(100, now, HIGH_GAIN) == 100 + goal
+    assert b.packets_in_net_at_edt(100, now, 1.0) == 100
+    s._wstamp = now + 0.0002                              # 0.2 ms ahead: 20 segments delivered by then
+    assert b.packets_in_net_at_edt(100, now, 1.0) == 80
+    assert b.packets_in_net_at_edt(100, now, HIGH_GAIN) == 80 + goal
+    assert b.packets_in_net_at_edt(10, now, 1.0) == 0
+    s._wstamp = now
+    target = b.inflight(b.bw, 1.0)                        # 5 + 3 x 45 = 140
+    in_flight = target - 10                               # under the target, but not with the EDT skb
+    s.q.queue(0, in_flight * s.mss, now, in_flight)
+    assert s.in_flight == in_flight
+    b.full_bw_reached = True
+    b._check_drain(now)                                   # the ACK that ends STARTUP (gain still high)
+    assert b.mode == DRAIN
+    b._check_drain(now)                                   # the next ACK, at the drain gain
+    assert b.mode == PROBE_BW
