@@ -14,6 +14,12 @@ before and after every campaign, how fast the host was at the time:
   index on this machine.  Reported (median of the repeats' mean RTT, microseconds), not part of the index.
 * **CPU loop rate**: SHA-256 over a fixed 1 MiB buffer (OpenSSL's C code through :mod:`hashlib`,
   independent of the Python version), timed by the wall clock so a shared core shows as a slower host.
+* **memory copy rate**: MiB/s of copying a 64 MiB buffer (a C ``memmove``, far beyond any cache), timed by
+  the wall clock.  What a bulk flow of 64 KB skbs spends most of its CPU on is copies (``copy_from_user`` into
+  the socket, ``copy_to_user`` out of it): on this machine the same Linux-bridge TSO flow, the client at one
+  core both times, carried 41.5 Gbit/s on 25 Nov and 23.0 on 27 Nov at speed indices 1.02 and 0.93, while its
+  offloads-off runs (per-packet work) moved 5 %.  The CPU loop and the ping-pong run in cache and cannot see
+  a change of memory bandwidth; this can.  Reported, not part of the index.
 * ``/proc/loadavg``, the steal share of ``/proc/stat`` during the benchmark, the CPU frequency
   (``cpufreq/scaling_cur_freq``, else ``/proc/cpuinfo``'s ``cpu MHz``), kernel and OVS versions.
 
@@ -41,6 +47,8 @@ REPEATS = 3
 PINGS = 20000                  # per repeat: ~0.15 s on the reference host
 CPU_SECONDS = 0.25             # per repeat
 CPU_BLOCK = bytes(1 << 20)
+COPY_BYTES = 64 << 20          # the memory copy's buffer: far beyond the last-level cache
+COPY_SECONDS = 0.25            # per repeat
 # The reference host (speed index 1.0): the 2-core KVM guest (Intel, 2.6 GHz) the local campaigns ran on, the
 # rounded medians of this module's first measurement there (2026-11-25, 00:10 UTC, load average 1.6); later
 # measurements of the same host gave indices 0.56-0.83 under the other jobs' load and 0.97-1.11 at load 1.4-1.9.
@@ -84,6 +92,19 @@ def cpu_loop_rate(seconds: float = CPU_SECONDS) -> float:
         elapsed = time.perf_counter() - t0
         if elapsed >= seconds:
             return n / elapsed
+
+
+def memory_copy_rate(seconds: float = COPY_SECONDS, size: int = COPY_BYTES) -> float:
+    """MiB/s copied from one ``size``-byte buffer into another for ``seconds`` of wall time."""
+    src, dst = bytearray(size), bytearray(size)
+    view = memoryview(dst)
+    n, t0 = 0, time.perf_counter()
+    while True:
+        view[:] = src
+        n += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return n * size / (1 << 20) / elapsed
 
 
 NS_PREFIX = "ovssim-state"
@@ -166,22 +187,25 @@ def speed_index(bench: dict) -> float:
     return math.exp(statistics.fmean(math.log(r) for r in ratios))
 
 
-def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = CPU_SECONDS) -> dict:
-    """The machine's state now: speed benchmark (repeated), index, load, steal, frequency, versions."""
+def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = CPU_SECONDS,
+            copy_seconds: float = COPY_SECONDS) -> dict:
+    """The machine's state now: speed benchmark (repeated), index, memory copy rate, load, steal, frequency,
+    versions."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     load = os.getloadavg()
     s0 = _steal_jiffies()
     t0 = time.perf_counter()
-    ping_rates, cpu_rates, rtts = [], [], []
+    ping_rates, cpu_rates, rtts, copies = [], [], [], []
     with VethPair() as pair:
         run(["ip", "netns", "exec", pair.ns[0], "ping", "-c", "1", "-W", "1", pair.addr[1]], check=False)
         for _ in range(repeats):
             ping_rates.append(veth_pingpong_rate(pair, pings))
             cpu_rates.append(cpu_loop_rate(cpu_seconds))
             rtts.append(veth_ping_rtt(pair))
+            copies.append(memory_copy_rate(copy_seconds))
     s1 = _steal_jiffies()
     bench = {"veth_pingpong_per_s": spread(ping_rates), "cpu_sha256_mib_per_s": spread(cpu_rates),
-             "veth_ping_rtt_us": spread(rtts)}
+             "veth_ping_rtt_us": spread(rtts), "memcpy_mib_per_s": spread(copies)}
     return {
         "time": started,
         "benchmark_seconds": round(time.perf_counter() - t0, 2),
@@ -197,13 +221,16 @@ def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = 
 
 
 def describe(state: dict) -> str:
-    """One line: index, the two rates with their spread, load, steal, frequency."""
+    """One line: index, the two rates with their spread, the spaced ping and the memory copy rate where
+    measured (older campaigns lack them), load, steal, frequency."""
     b = state["benchmark"]
     p, c = b["veth_pingpong_per_s"], b["cpu_sha256_mib_per_s"]
     mhz = f", {state['cpu_mhz']:.0f} MHz" if state.get("cpu_mhz") else ""
     return (f"speed index {state['speed_index']:.3f} (veth ping-pong {p['median']:,.0f}/s "
             f"±{50 * p['rel_spread']:.0f}%, CPU loop {c['median']:,.0f} MiB/s ±{50 * c['rel_spread']:.0f}%)"
-            + (f", spaced ping {b['veth_ping_rtt_us']['median']:.0f} us" if "veth_ping_rtt_us" in b else "") + ", "
+            + (f", spaced ping {b['veth_ping_rtt_us']['median']:.0f} us" if "veth_ping_rtt_us" in b else "")
+            + (f", memory copy {b['memcpy_mib_per_s']['median']:,.0f} MiB/s ±{50 * b['memcpy_mib_per_s']['rel_spread']:.0f}%"
+               if "memcpy_mib_per_s" in b else "") + ", "
             f"load {' '.join(f'{x:.2f}' for x in state['loadavg'])}, steal {100 * state['steal_share']:.1f}%{mhz}")
 
 

@@ -25,6 +25,17 @@ def test_spread_is_range_over_median():
     assert s["median"] == 100.0 and s["rel_spread"] == pytest.approx(0.3)
 
 
+def test_the_memory_copy_rate_is_a_real_rate_and_described_only_where_measured():
+    rate = state.memory_copy_rate(0.02, 4 << 20)
+    assert math.isfinite(rate) and rate > 0
+    bench = {"veth_pingpong_per_s": state.spread([1e5]), "cpu_sha256_mib_per_s": state.spread([1e3])}
+    old = {"speed_index": 1.0, "benchmark": bench, "loadavg": [0, 0, 0], "steal_share": 0.0}
+    assert "memory copy" not in state.describe(old)          # campaigns collected before the probe existed
+    new = {**old, "benchmark": {**bench, "memcpy_mib_per_s": state.spread([9000.0, 10000.0, 11000.0])}}
+    assert "memory copy 10,000 MiB/s ±10%" in state.describe(new)
+    assert state.speed_index(new["benchmark"]) == state.speed_index(bench)   # reported, not in the index
+
+
 def _ours():
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [ln.split()[0] for ln in out.splitlines() if ln.startswith(f"{state.NS_PREFIX}{os.getpid()}")]
