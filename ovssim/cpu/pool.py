@@ -71,6 +71,7 @@ class CpuPool:
         self.deferred = 0                 # softirq work items run by ksoftirqd (behind threads)
         self.migrations = 0               # threads moved to an idle core at wake-up
         self.rtc_senders: list[list] = [[] for _ in range(cores)]   # run-to-completion senders per core (turns)
+        self.sending = [0] * cores        # run-to-completion senders per core (any host): see serve()
 
     # --- softirq / keyed work -------------------------------------------------------------
     def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None) -> float | None:
@@ -86,6 +87,15 @@ class CpuPool:
             core = 0
         else:
             core = free.index(min(free))
+            if free[core] <= t and any(self.sending):
+                # several cores idle by t: the scheduler wakes the work on one that no sending task keeps
+                # busy (select_idle_sibling looks for an idle CPU).  A run-to-completion sender's core
+                # looks free between its sends, and work booked there ahead of time (lookahead) would
+                # hold the sender's next send back until it, which no kernel does.
+                for c, f in enumerate(free):
+                    if f <= t and not self.sending[c]:
+                        core = c
+                        break
         free_at = free[core]
         start = t if t > free_at else free_at
         lim = self.backlog_limit
@@ -124,6 +134,11 @@ class CpuPool:
         self.busy[core] += work
         self.jobs += 1
         return done
+
+    def add_sender(self, core: int) -> None:
+        """A sending task that runs its packets to completion on ``core`` (a container's TCP or UDP sender):
+        unkeyed work avoids that core while another is idle (:meth:`serve`)."""
+        self.sending[core] += 1
 
     def _runnable(self, core: int, t: float, thread=None) -> int:
         """Threads on ``core`` other than ``thread`` that are runnable at ``t`` (need the core)."""

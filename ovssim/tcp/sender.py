@@ -684,6 +684,8 @@ class TcpSender:
         Jain 0.25, 6 of 8 streams at 0).  Not modelled: turns a whole slice long (tried: they left
         a core ~18 % idle in that scenario, holding the core for a sender that was not ready)."""
         peers = None
+        if hasattr(cpu, "add_sender"):
+            cpu.add_sender(core)
         if getattr(cpu, "schedule_threads", False):
             peers = cpu.rtc_senders[core]
             peers.append(self)
