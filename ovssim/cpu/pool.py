@@ -140,6 +140,10 @@ class CpuPool:
         unkeyed work avoids that core while another is idle (:meth:`serve`)."""
         self.sending[core] += 1
 
+    def remove_sender(self, core: int) -> None:
+        """The sending task left ``core`` (it joined another task's thread)."""
+        self.sending[core] -= 1
+
     def _runnable(self, core: int, t: float, thread=None) -> int:
         """Threads on ``core`` other than ``thread`` that are runnable at ``t`` (need the core)."""
         return sum(1 for th in self.on_core[core] if th is not thread and

@@ -666,8 +666,11 @@ class TcpSender:
         """Do the sending work on ``other``'s core: one thread writing both sockets (iperf3 before 3.16
         runs every ``-P`` stream in its one thread)."""
         self.cpu_key = other.cpu_key
-        if self._rtc is not None and self._rtc[2] is not None:
-            self._rtc[2].remove(self)
+        if self._rtc is not None:
+            if self._rtc[2] is not None:
+                self._rtc[2].remove(self)
+            if hasattr(self.cpu, "remove_sender"):
+                self.cpu.remove_sender(self._rtc[1])
         self._rtc = None
         if other._rtc is not None:
             self._rtc_join(self.cpu, other._rtc[1])
