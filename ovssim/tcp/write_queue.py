@@ -17,8 +17,9 @@ Linux builds a TCP socket's skbs in ``tcp_sendmsg_locked`` (net/ipv4/tcp.c, 6.x)
 ``tcp_write_xmit`` (tcp_output.c, 6.18) then sends the head skb, first grown from the next
 unsent skb up to the congestion window's quota and ``tcp_tso_autosize`` (``tcp_grow_skb``, since
 6.10: one next skb, bytes shifted, never beyond it), or split (``tso_fragment``) to them and the
-peer's window.  ``tcp_mtu_probe``'s merging is not modelled.  This class keeps only the skbs' ends in
-sequence space; the head skb starts at the sender's ``snd_nxt``.
+peer's window -- a split that stays when TCP Small Queues, checked after it, holds the cut back
+(``split_head``).  ``tcp_mtu_probe``'s merging is not modelled.  This class keeps only the skbs' ends
+in sequence space; the head skb starts at the sender's ``snd_nxt``.
 """
 from __future__ import annotations
 
@@ -85,6 +86,14 @@ class WriteQueue:
         ends = self.ends
         while ends and ends[0] <= upto:
             ends.popleft()
+
+    def split_head(self, at: int) -> None:
+        """``tso_fragment`` of the head skb at ``at`` without sending it: the cut stays an skb of its own."""
+        ends = self.ends
+        if ends and at < ends[0]:
+            if len(ends) == 1:
+                self.tail_seq = at
+            ends.appendleft(at)
 
     def grow_head(self, snd_nxt: int, amount: int) -> int:
         """``tcp_grow_skb`` (tcp_output.c, Linux 6.10+): move up to ``amount`` bytes of the next unsent

@@ -6,7 +6,8 @@
   (data/uml/2026-11-25/uml-window).
 * ``tcp_grow_skb`` (Linux >= 6.10, "tcp: try to send bigger TSO packets"): a head skb shorter than the
   congestion window's quota takes bytes of the next unsent skb.  Before it an skb sent never spans two
-  of the write queue's skbs.
+  of the write queue's skbs, and an skb ``tcp_write_xmit`` cut (``tso_fragment``) before
+  ``tcp_small_queue_check`` held it back keeps that size when it leaves.
 * ``tcp_cwnd_validate`` (net/ipv4/tcp_output.c, since 6.1): a window found cwnd-limited stays so until
   snd_una passes the snd_nxt of that moment; ``max_packets_out`` is the most segments out in the window.
 """
@@ -119,3 +120,52 @@ def test_a_vm_kernel_must_be_a_linux_version(bad):
 def test_veth_orphans_must_be_true_or_false(bad):
     with pytest.raises(ConfigError, match="veth_orphans must be true or false"):
         from_dict(_two_containers(veth_orphans=bad), file="<test>")
+
+
+def _throttled_cuts_and_next_sends(make_path, kernel):
+    """The HTB flow of :func:`_sent_skbs_and_write_queue_ends`: each skb TCP Small Queues held back
+    (its start and length: the cut to the window's quota of that moment) and the length of the
+    new-data skb that next left from that start."""
+    htb = {"kind": "htb", "default": "10",
+           "classes": [{"classid": "1:10", "parent": "1:", "rate": "20mbit", "ceil": "20mbit"}]}
+    p = make_path(rate=10e9, delay=0.002, limit=1000)
+    p.a.out = EgressPort(p.env, 10e9, htb, out=p.b, prop_delay=0.002, name="htb")
+    p.a.gso = True
+    p.a.tsq = True
+    p.a.kernel = kernel
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="cubic")
+    s = c.sender
+    held, pairs = {}, []
+    tsq_full = s._tsq_full
+
+    def record_check(nbytes):
+        full = tsq_full(nbytes)
+        if full:
+            held.setdefault(s.snd_nxt, nbytes)    # the first cut held at this sequence
+        return full
+    transmit = s._transmit
+
+    def record_send(seq, n, now, new, segs=1):
+        if new and seq in held:
+            pairs.append((held.pop(seq), n))
+        transmit(seq, n, now, new, segs)
+    s._tsq_full = record_check
+    s._transmit = record_send
+    c.bulk(2.0)
+    p.env.run(until=2.0)
+    return pairs
+
+
+@pytest.mark.parametrize("kernel", [(6, 1), None])
+def test_an_skb_cut_before_tsq_held_it_keeps_its_size_without_tcp_grow_skb(make_path, kernel):
+    """tcp_write_xmit cuts the head skb (``tso_fragment``) before ``tcp_small_queue_check``: an skb TSQ
+    holds back stays cut at the quota of that moment, and on 6.1 it leaves at that size however far the
+    window has opened since; ``tcp_grow_skb`` (6.10+) refills it from the next skb first."""
+    pairs = _throttled_cuts_and_next_sends(make_path, kernel)
+    assert len(pairs) > 50
+    grown = sum(1 for cut, sent in pairs if sent > cut)
+    if kernel == (6, 1):
+        assert grown == 0
+        assert sum(1 for cut, sent in pairs if sent == cut) > 0.9 * len(pairs)   # (less: a window shrunk)
+    else:
+        assert grown > len(pairs) // 20           # the window opened while it was held
