@@ -38,6 +38,9 @@ DATA_OVS_KERNEL = ROOT / "data" / "uml" / "2026-11-25" / "uml-ovs-kernel"
 # the upcall queue's depth, measured with the handlers stopped (ovssim/collect/uml/datapath.py --queue)
 QUEUE = ROOT / "data" / "uml" / "2026-11-25" / "uml-datapath" / "queue.json"
 THIN_UDP = {"b": "1mbit", "l": 1470}      # data/campaigns/uml-schedulers.toml workload "udp" (iperf2)
+# how long the thin flow runs: the collector runs a beside load for the probe's window, the campaign's
+# 8 s load less alongside_start 1 s (599 datagrams at 85/s); its one-way delay is iperf2's mean over it
+THIN_SECONDS = 7.0
 PROFILE = "uml_linux61"
 BASE_PROFILE = "local_netns_host"
 FITTED = ("pfifo_fast",)
@@ -71,6 +74,8 @@ def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp
     n = int(WINDOW / spacing)
     tcp_at, ping_at = max(0.0, -start), max(0.0, start)
     span = ping_at + n * spacing + 0.05
+    if udp:       # the load lasts as long as the thin flow it carries
+        span = max(span, ping_at + THIN_SECONDS + 0.05)
     # iperf3 (the campaign's tool): its control connection's exchange comes before the streams connect
     wls = [{"name": "tcp", "from": "ns1", "to": "ns2", "start": f"{tcp_at:.4f}s", "tool": "iperf3",
             "proto": "tcp", "C": "cubic", "P": STREAMS, "t": f"{span - tcp_at:.3f}s"},
@@ -78,7 +83,7 @@ def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp
             "c": n, "i": f"{spacing * 1e3:.4f}ms"}]
     if udp:       # the thin flow starts with the probe (the campaign's alongside_start) and lasts its window
         wls.append({"name": "udp", "from": "ns1", "to": "ns2", "start": f"{ping_at:.4f}s", "tool": "iperf",
-                    "proto": "udp", **THIN_UDP, "t": f"{span - ping_at:.3f}s"})
+                    "proto": "udp", **THIN_UDP, "t": f"{THIN_SECONDS:.3f}s"})
     sc = variant(load_scenario_dict("local_netns.toml"), workloads=wls,
                  **{"bridge.br": {"kind": bridge, "chain": 1, "link": "patch", "datapath_type": "system"},
                     "vm.ns1": {"veth_orphans": False, "kernel": UML_KERNEL},
@@ -394,7 +399,8 @@ def thin_flow(runner: Runner, settings: Settings, names: list[str],
     tb.notes += ranking_notes(summary)
     tb.notes.append(
         "**The thin flow's one-way delay** is the mean over its whole run (1-8 s into the load, iperf2's server "
-        "report) while the ping rows compare the first probes (~1-5 s): behind the FIFO-like schedulers the "
+        "report; simulated over the same 7 s) while the ping rows compare the first probes (~1-5 s): behind "
+        "the FIFO-like schedulers the "
         "queue keeps growing with the flows' cwnd (TCP Small Queues across the veth, see above), so "
         "its delay is above the ping's mean, measured and simulated. Under "
         "CoDel the thin flow shares the CUBIC flows' drops (loss within its CI); under TBF the model drops it "
@@ -689,16 +695,17 @@ def miss_notes(df: pd.DataFrame, rtts: pd.DataFrame, summary: dict) -> list[str]
                      "fitted window, and UML's kernel version (`kernel = \"6.1\"`): an skb head of 1280 B (no small-head "
                      "cache before 6.3), so each queued segment is charged 2728 B as ss shows, and no "
                      "`tcp_grow_skb` (6.10), so the remainder of an skb cut to the quota leaves as a short skb "
-                     "whose TSQ limit is small. In flight / cwnd is 0.70 simulated (tests/core/test_tsq_veth.py; "
-                     "0.86 with 6.18's rules) where the 22 ss samples give 0.40-0.87, mean 0.59. With "
-                     "`tcp_cwnd_validate` as Linux keeps it (a window found cwnd-limited stays so for a window "
-                     "of data), the flows grow cwnd whenever they reach it once a window, and the RTT now rises "
-                     "faster than UML's: probes from 0.9 s after the load's start, simulated 72 ms at first "
-                     "and ~120 ms at the plateau, measured 51 ms and ~105 ms (runs 1-5, 300 probes each), so "
-                     "these rows are high (+36-42 %; the OVS kernel datapath's +36-58 %). Still to find: what "
-                     "keeps UML's flows lower early on -- its single slow CPU runs the writers too, and in the "
-                     "ss run the writers had only 30-46 KB unsent at first (app-limited: cwnd does not grow), "
-                     "which the model's UML profile (no per-write cost) cannot do.")
+                     "whose TSQ limit is small -- and so does the cut itself when TSQ holds it back: "
+                     "`tcp_write_xmit` cuts the head skb to the quota (`tso_fragment`) before "
+                     "`tcp_small_queue_check`, so the first ACK after a burst that filled the window leaves a "
+                     "one- or two-segment skb at the head, whose 2 x truesize keeps the flow throttled until "
+                     "its rtx queue is down to one skb. In flight / cwnd is 0.59 simulated "
+                     "(tests/core/test_tsq_veth.py; 0.70-0.77 when the held cut is regrown, as 6.10's `tcp_grow_skb` "
+                     "does) where the 22 ss samples give 0.40-0.87, mean 0.59, and the flows reach "
+                     "their cwnd in only part of their windows, so CUBIC (which grows cwnd only while "
+                     "`tcp_is_cwnd_limited`) grows it more slowly. Probes from 0.9 s after the load's start: "
+                     "simulated 54 ms at first and 100-118 ms from 3.1 s on (one run), measured 54 ms and 103-112 ms "
+                     "(runs 1-5, 300 probes each, means of 25).")
     for q, why in (("tbf", "TBF's queue is bounded by `latency 50ms` (limit = rate x latency + burst): the "
                            "model's RTT sits at that bound, the measured flows stay below it"),
                    ("codel", "CoDel's standing queue follows the flows' window response to its drops"),
