@@ -29,8 +29,9 @@ from .tomlfile import read_toml
 SCHEMA: dict[str, str] = {
     "ovs.stats": "dist", "ovs.lookup": "dist", "ovs.actions": "dist", "ovs.upcall": "dist",
     "ovs.latency": "dist", "ovs.upcall_wakeup": "dist",
-    # how late a qdisc's watchdog hrtimer fires (ovssim/path/port.py), not CPU work
-    "qdisc.watchdog_latency": "time",
+    # how late a qdisc's watchdog runs the port (ovssim/path/port.py), not CPU work: a constant or a
+    # distribution drawn per watchdog (UML: the instance's process now and then not scheduled by its host)
+    "qdisc.watchdog_latency": "dist",
     "ovs.lookup_per_mask": "time", "ovs.masks": "int", "ovs.handlers": "int",
     "ovs.upcall_queue": "int", "ovs.max_idle": "time", "ovs.flow_limit": "int",
     # AF_PACKET socket buffers of the userspace netdev datapath, bytes of skb truesize (0: not modelled);

@@ -208,7 +208,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                   gso_per_byte=profile.time("gso.cpu_per_byte"), rx_frames=n.get("rx_frames", 0))
         up = last.add_port(n["name"], nic.xmit, vlan=n.get("vlan"), trunks=n.get("trunks"))
         nic.rx.out = up
-        _qdisc_cost(nic.tx, topo.hosts[n["host"]], profile)
+        _qdisc_cost(nic.tx, topo.hosts[n["host"]], profile, rng)
         topo.nics[n["name"]] = nic
         topo.ports[f"{last.name}:{n['name']}"] = nic.tx
         sw_name = n.get("switch")
@@ -268,7 +268,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         else:
             port = EgressPort(env, None, v.get("qdisc", DEFAULT_VIF_QDISC), rx.latency, mtu=v["mtu"],
                               name=f"{v['name']}-vif", service=rx.service, lookahead=True)
-            _qdisc_cost(port, host_cpu, profile)
+            _qdisc_cost(port, host_cpu, profile, rng)
             tx.out = br.add_port(f"{v['name']}-vif", port, vlan=v.get("vlan"), trunks=v.get("trunks"))
             topo.ports[f"{br.name}:{v['name']}-vif"] = port
         # the guest interface's transmit: a GSO skb goes whole to a device with TSO, else it is
@@ -343,10 +343,14 @@ def _background_share(host: dict) -> float | None:
     return min(1.0, n * duty / host["cores"])
 
 
-def _qdisc_cost(port: EgressPort, cpu, profile) -> None:
+def _qdisc_cost(port: EgressPort, cpu, profile, rng) -> None:
     """The port's qdisc costs ``qdisc.<kind>.cpu_per_packet`` of the host's CPU per skb (if > 0), and its
-    watchdog latency ``qdisc.watchdog_latency``."""
-    port.watchdog_latency = profile.time("qdisc.watchdog_latency")
+    watchdog latency ``qdisc.watchdog_latency`` (a constant, or a distribution drawn per watchdog)."""
+    late = profile.dist("qdisc.watchdog_latency")
+    if late.const is not None:
+        port.watchdog_latency = late.const
+    else:
+        port.watchdog_late = Sampler(late, rng(f"{port.name}.watchdog"))
     key = f"qdisc.{port.qdisc.kind}.cpu_per_packet"
     cost = profile.time(key) if key in profile.params else 0.0
     if cost > 0.0:

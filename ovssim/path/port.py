@@ -106,10 +106,18 @@ class EgressPort(AnalyticFifoTx, LookaheadTx, EventTx):
         self._waiting: deque = deque()       # (start time, size) of packets still in the qdisc
         self.busy = False
         self._watchdog = None                # the pending watchdog Call, if any
-        # how late the qdisc watchdog's hrtimer runs the port after the time it was set for (hrtimer
-        # expiry latency; profile qdisc.watchdog_latency, default 0): a shaper whose bucket holds one
-        # frame (HTB's default burst) loses that time per frame, one with a deeper bucket less
+        # how late the qdisc watchdog runs the port after the time it was set for (profile
+        # qdisc.watchdog_latency, default 0): a constant, or ``watchdog_late``, a sampler drawn once per time
+        # the watchdog is set for (_lateness).  The lateness is the processor that would run qdisc_run not being there (UML: the instance's
+        # process not scheduled by its host), so from the set time until the late expiry an arrival only
+        # enqueues -- no qdisc_run in the sender's context dequeues early.  A shaper whose bucket holds one
+        # frame (HTB's default burst) loses the lateness beyond a frame time; one with a deeper bucket less
         self.watchdog_latency = 0.0
+        self.watchdog_late = None
+        self._late_for = None                # the time the last draw was for, and the draw
+        self._late = 0.0
+        self._frozen_from = _INF             # [from, until): the late watchdog's window, nothing dequeues
+        self._frozen_until = -_INF
         self._watchdog_at = float("inf")
         self._watchdog_call = None           # the lookahead path's last watchdog Call (reused once fired)
         self._watchdog_cbs = (self._on_watchdog_la,)     # its callbacks: no _fire indirection
@@ -125,6 +133,16 @@ class EgressPort(AnalyticFifoTx, LookaheadTx, EventTx):
         self.qdisc_cost = qdisc_cost
         if qdisc_cost > 0.0 and cpu is not None:
             self.put = self._put_costed
+
+    def _lateness(self, w: float) -> float:
+        """How late the watchdog set for ``w`` fires: the constant, or one draw per time set (the
+        arrivals' qdisc_run that ask again before it, and set the same time, do not draw again)."""
+        if self.watchdog_late is None:
+            return self.watchdog_latency
+        if w != self._late_for:
+            self._late_for = w
+            self._late = self.watchdog_late()
+        return self._late
 
     def attach_sock(self, sock) -> None:
         """Charge ``sock`` for every packet from its arrival until it leaves the qdisc."""

@@ -23,7 +23,7 @@ class EventTx:
         if pkt.stamps is not None:
             pkt.stamps[self.name + ".enq"] = now
         self.qdisc.enqueue(pkt, now)
-        if not self.busy:
+        if not self.busy and not self._frozen_from <= now < self._frozen_until:   # (a late watchdog's window)
             self._kick()
 
     def _kick(self, _=None) -> None:
@@ -37,9 +37,12 @@ class EventTx:
             if pkt is None:
                 if q.stats.qlen:
                     w = q.next_wakeup(now)
+                    late = 0.0
                     if w is not None and w > now:
-                        w += self.watchdog_latency
+                        late = self._lateness(w)
+                        w += late
                     if w is not None and w < self._watchdog_at:
+                        self._frozen_from, self._frozen_until = (w - late, w) if late > 0.0 else (_INF, -_INF)
                         if self._watchdog is not None:
                             self._watchdog.cancel()
                         self._watchdog_at = w if w > now else now

@@ -29,6 +29,9 @@ class LookaheadTx:
         if stamps is not None:
             stamps[self.name + ".enq"] = now
         q = self.qdisc
+        if self._frozen_from <= now < self._frozen_until:   # a late watchdog's window: no qdisc_run
+            q.enqueue(pkt, now)
+            return
         busy_until = self._busy_until
         if busy_until > now:              # the device is busy: a wake-up at its end dequeues
             q.enqueue(pkt, now)
@@ -139,9 +142,13 @@ class LookaheadTx:
         """``qdisc_watchdog_schedule_ns``: wake the port when the qdisc can send (if earlier
         than the pending wake-up)."""
         w = q.next_wakeup(now)
+        late = 0.0
         if w is not None and w > now:
-            w += self.watchdog_latency
+            late = self._lateness(w)
+            w += late
         if w is not None and w < self._watchdog_at:
+            # the window in which the processor is away: from the time set to the late expiry
+            self._frozen_from, self._frozen_until = (w - late, w) if late > 0.0 else (_INF, -_INF)
             wd = self._watchdog
             if wd is None:                # none pending: the last one fired, schedule it again
                 wd = self._watchdog_call

@@ -26,6 +26,13 @@ packet out: what ``htb_qlen_notify`` -> ``htb_deactivate`` does when the
 child calls ``qdisc_tree_reduce_backlog`` (``dequeue`` checks the child's
 qlen after every call, so no notify hook is needed here).
 
+``overlimits`` (``tc -s qdisc``) counts the classes' changes to ``CANT_SEND``: ``htb_change_class_mode``
+increments ``cl->overlimits`` and ``q->overlimits``, which ``htb_dump`` reports as the qdisc's (since Linux
+5.2, "sch_htb: redefine htb qdisc overlimits"; before, ``htb_dequeue`` counted every dequeue that found
+nothing to send).  A class kept one frame behind its bucket counts one per packet, however many arrivals
+asked in between; a packet sent on a bucket that had refilled by a whole frame (a dequeue at least a frame
+time late) counts none.
+
 Packets pick a leaf by OVS ``set_queue`` / ``skb->priority`` (class id); a
 packet matching no leaf goes to the ``default`` class, and if that is
 missing, to the unshaped direct queue (``direct_qlen`` packets).
@@ -305,7 +312,6 @@ class Htb(Qdisc):
         if now < self._near_ev:
             # htb_dequeue before the next class event (q->now < near_ev_cache, an empty row mask):
             # nothing can send, and the watchdog already waits for that event
-            st.overlimits += 1
             return None
         active = self.active
         lender = self._lender_level
@@ -376,19 +382,19 @@ class Htb(Qdisc):
         if w is not None and w < now + 1e-9:      # the kernel's clock is in ns
             w = now + 1e-9
         self._wake = w
-        self.stats.overlimits += 1
         return None
 
-    @staticmethod
-    def _charge(cl: HtbClass, level: int, size: int, now: float) -> None:
-        """``htb_charge_class``: spend tokens from the leaf up to the root."""
+    def _charge(self, cl: HtbClass, level: int, size: int, now: float) -> None:
+        """``htb_charge_class``: spend tokens from the leaf up to the root; a class its ceil bucket
+        leaves below zero changes to ``CANT_SEND`` and counts an overlimit, its own and the qdisc's."""
+        st = self.stats
         c = cl
         while c is not None:
             diff = now - c.t_c
             if diff > _MBUFFER:
                 diff = _MBUFFER
             ctoks = c.ctokens + diff
-            was_cant = ctoks < 0
+            was_cant = ctoks < -_TOL       # the mode it was dequeued in (mode(): same tolerance)
             if c.level >= level:
                 if c.level == level:
                     c.lends += 1
@@ -411,6 +417,7 @@ class Htb(Qdisc):
             c.t_c = now
             if ctoks < 0 and not was_cant:     # htb_change_class_mode -> HTB_CANT_SEND
                 c.overlimits += 1
+                st.overlimits += 1
             c = c.parent
 
     def _next_event(self, now: float) -> float | None:

@@ -38,8 +38,8 @@ the same CPU-bound configuration moves by 40-90 % between evenings); seed 003's 
 cores (softirq work handed to ksoftirqd and starved as one fair thread among the senders); Linux's further
 coalescing of small writes into skbs (25 KB skbs from 16 KiB writes measured, 12 KB simulated); undo after a
 spurious timeout (F-RTO) and BBR's excursions (its maxima under a shaper); the shapers' timer latency (a datagram
-HTB holds leaves ~30 us after its tokens allow, measured here; UML's watchdog fires later still,
-`qdisc.watchdog_latency`, not fitted); heavy RTT tails that fit a calibratable family (seed 002's mixtures)."""
+HTB holds leaves ~30 us after its tokens allow, measured here, not fitted; UML's is now and then milliseconds,
+the instance not scheduled by its host, `qdisc.watchdog_latency` fitted there); heavy RTT tails that fit a calibratable family (seed 002's mixtures)."""
 
 def run_testbeds(settings: Settings, only: list[str] | None = None, progress=print) -> list[TestbedResult]:
     from . import afxdp, batching, chains, interim, load, local, states, tcp_window, thesis, uml, xenserver

@@ -112,3 +112,41 @@ def test_quantum_defaults_follow_r2q():
     assert small.classes[0x10001].quantum == 1000                 # clamped to 1000..200000
     big = make_qdisc({"kind": "htb", "classes": [{"classid": "1:1", "rate": "10gbit"}]})
     assert big.classes[0x10001].quantum == 200000
+
+
+def _paced(spec, frames: int, asks: int = 1, late: float = 0.0):
+    """Dequeue ``frames`` full frames from a backlogged HTB at the times its watchdog names
+    (``late`` seconds after them), asking ``asks`` times at each (an arrival's qdisc_run asks too)."""
+    q = make_qdisc(spec)
+    for i in range(frames):
+        q.enqueue(pkt(i, 1514), 0.0)
+    now, sent = 0.0, 0
+    while sent < frames:
+        got = None
+        for _ in range(asks):
+            got = q.dequeue(now)
+            if got is not None:
+                break
+        if got is None:
+            now = q.next_wakeup(now) + late
+            continue
+        sent += 1
+    return q
+
+
+def test_overlimits_count_changes_to_cant_send_not_empty_dequeues():
+    """Linux >= 5.2 (sch_htb.c, "sch_htb: redefine htb qdisc overlimits"): the qdisc's overlimits is
+    q->overlimits, raised with cl->overlimits in htb_change_class_mode when a class becomes
+    HTB_CANT_SEND -- not once per dequeue that found nothing to send.  A class at 20 Mbit/s with
+    tc's default one-frame bucket (rate / 1e9 + 1600 B) changes to CANT_SEND after every frame but
+    the first (sent on the full bucket), however often it was asked in between; token times that
+    are not exact in binary floating point must not lose any of them."""
+    spec = {"kind": "htb", "default": 1, "classes": [{"classid": "1:1", "rate": "20mbit"}]}
+    for asks in (1, 3):
+        q = _paced(spec, 200, asks)
+        assert q.stats.overlimits == 199
+        assert q.class_stats()["1:1"]["overlimits"] == 199
+    # a dequeue 0.62 ms late (more than a frame time, 0.6056 ms, less than the 1600-byte bucket) finds a
+    # whole frame of tokens: that frame leaves the class CAN_SEND, the next takes it to CANT_SEND
+    q = _paced(spec, 200, late=0.62e-3)
+    assert q.stats.overlimits == 100
