@@ -5,7 +5,8 @@ netback copying, the traffic tools' own send/receive -- takes service time
 from one of the host's cores.  Work pinned to a core (a flow's packets, as
 RSS/RPS pin them; a backend thread) is served FIFO on that core; unpinned work
 goes to the earliest-free core (the Kiefer-Wolfowitz recursion of a FIFO G/G/c
-queue).  Completion times are computed directly from arrival times: no SimPy
+queue) -- of the cores idle by its arrival, one no run-to-completion sender holds
+(:meth:`CpuPool.add_sender`).  Completion times are computed directly from arrival times: no SimPy
 event is spent, the caller learns when its work is done and schedules from
 there.
 

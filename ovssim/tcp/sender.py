@@ -682,8 +682,7 @@ class TcpSender:
         if self._rtc is not None:
             if self._rtc[2] is not None:
                 self._rtc[2].remove(self)
-            if hasattr(self.cpu, "remove_sender"):
-                self.cpu.remove_sender(self._rtc[1])
+            self.cpu.remove_sender(self._rtc[1])
         self._rtc = None
         if other._rtc is not None:
             self._rtc_join(self.cpu, other._rtc[1])
@@ -700,8 +699,7 @@ class TcpSender:
         Jain 0.25, 6 of 8 streams at 0).  Not modelled: turns a whole slice long (tried: they left
         a core ~18 % idle in that scenario, holding the core for a sender that was not ready)."""
         peers = None
-        if hasattr(cpu, "add_sender"):
-            cpu.add_sender(core)
+        cpu.add_sender(core)
         if getattr(cpu, "schedule_threads", False):
             peers = cpu.rtc_senders[core]
             peers.append(self)

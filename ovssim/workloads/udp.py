@@ -132,7 +132,7 @@ class IperfUdp(Workload):
         # waits for the flow's core to finish this datagram's softirq work -- (free times, core) or None
         cpu = ctx.src.cpu
         self._rtc = (cpu.free, self.send_key % cpu.cores) if getattr(ctx.src, "inline_tx", False) else None
-        if self._rtc is not None and hasattr(cpu, "add_sender"):
+        if self._rtc is not None:
             cpu.add_sender(self._rtc[1])
         self.send_cost = ctx.extra.get("app", {}).get("send_per_packet", 0.0)
         # on a host that schedules threads, the sending tool is one (ovssim.cpu), first on its flow's core

@@ -30,10 +30,9 @@ def test_an_skb_head_costs_what_each_kernels_allocator_gives():
     assert tcp_skb_truesize(1448, tcp_skb_head_truesize((6, 1))) == 2728     # measured in UML's 6.1
 
 
-def _sent_skbs_and_write_queue_ends(make_path, kernel):
-    """A bulk CUBIC flow behind a 20 Mbit/s HTB on the sender's own device (cwnd far below a 45-segment
-    write-queue skb, so every skb is cut to the window's quota): each new-data skb sent (seq, end) and
-    the end of every write-queue skb once another was built after it (its final end)."""
+def _htb_flow(make_path, kernel):
+    """A CUBIC flow with GSO and TSQ behind a 20 Mbit/s HTB on the sender's own device, on ``kernel``:
+    (path, connection, sender)."""
     htb = {"kind": "htb", "default": "10",
            "classes": [{"classid": "1:10", "parent": "1:", "rate": "20mbit", "ceil": "20mbit"}]}
     p = make_path(rate=10e9, delay=0.002, limit=1000)
@@ -42,7 +41,14 @@ def _sent_skbs_and_write_queue_ends(make_path, kernel):
     p.a.tsq = True
     p.a.kernel = kernel
     c, _ = connect(p.env, p.a, p.b, 5001, cc="cubic")
-    s = c.sender
+    return p, c, c.sender
+
+
+def _sent_skbs_and_write_queue_ends(make_path, kernel):
+    """A bulk CUBIC flow behind a 20 Mbit/s HTB on the sender's own device (cwnd far below a 45-segment
+    write-queue skb, so every skb is cut to the window's quota): each new-data skb sent (seq, end) and
+    the end of every write-queue skb once another was built after it (its final end)."""
+    p, c, s = _htb_flow(make_path, kernel)
     ends, sent = set(), []
     append = WriteQueue.append
 
@@ -126,15 +132,7 @@ def _throttled_cuts_and_next_sends(make_path, kernel):
     """The HTB flow of :func:`_sent_skbs_and_write_queue_ends`: each skb TCP Small Queues held back
     (its start and length: the cut to the window's quota of that moment) and the length of the
     new-data skb that next left from that start."""
-    htb = {"kind": "htb", "default": "10",
-           "classes": [{"classid": "1:10", "parent": "1:", "rate": "20mbit", "ceil": "20mbit"}]}
-    p = make_path(rate=10e9, delay=0.002, limit=1000)
-    p.a.out = EgressPort(p.env, 10e9, htb, out=p.b, prop_delay=0.002, name="htb")
-    p.a.gso = True
-    p.a.tsq = True
-    p.a.kernel = kernel
-    c, _ = connect(p.env, p.a, p.b, 5001, cc="cubic")
-    s = c.sender
+    p, c, s = _htb_flow(make_path, kernel)
     held, pairs = {}, []
     tsq_full = s._tsq_full
 
