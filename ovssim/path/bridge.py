@@ -93,7 +93,12 @@ class Bridge:
             if vlan is not None and pkt.vlan is None:
                 pkt.size += VLAN_TAG * pkt.gso_segs
             pkt.vlan = vlan
-        pkt.t = t
+        fa = pkt.first_at
+        if fa is None:
+            pkt.t = t
+        else:                                     # a frame train off a wire: ``t`` is its first frame's
+            pkt.t += t - fa                       # time, the others follow at the spacing they came in
+            pkt.first_at = t
         out.tx += 1
         out.egress.put(pkt)
 
@@ -139,9 +144,17 @@ class Bridge:
         return t, vlan
 
     def receive(self, port: BridgePort, pkt) -> None:
-        """:meth:`admit` (inlined: it runs for every frame), then :meth:`process`."""
+        """:meth:`admit` (inlined: it runs for every frame), then :meth:`process`.
+
+        A frame train off a wire (a TSO skb's frames, ``first_at`` .. ``t``:
+        :class:`~ovssim.path.switch.PhysicalSwitch`) is taken from its first frame's arrival,
+        as a switch takes each frame when it is received."""
         now = self.env._now
-        t = pkt.t if pkt.t > now else now
+        t = pkt.first_at
+        if t is None:
+            t = pkt.t
+        if t < now:
+            t = now
         pv = port.vlan
         if pv is not None:                                   # access port
             if pkt.vlan is not None and pkt.vlan != pv:

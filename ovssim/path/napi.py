@@ -13,12 +13,14 @@ repolled at once; ``net_rx_action`` stops after ``netdev_budget`` = 300 frames o
 and ksoftirqd carries on.
 
 Here a frame train off the wire (a TSO skb: ``first_at`` .. ``t``, frames evenly
-spaced, :meth:`ovssim.path.port.EgressPort._train_done`) is cut analytically into
-the polls it meets: no event per frame.  Each poll costs ``cpu_per_poll`` (the
+spaced, :meth:`ovssim.path.port.EgressPort._train_done`), handed on when its first
+frame arrives, is cut analytically into the polls it meets: one event per poll,
+at the poll's time, none per frame.  Each poll costs ``cpu_per_poll`` (the
 interrupt, the softirq entry, the flush) + ``cpu_per_packet`` per frame +
 ``cpu_per_byte``; frames that arrive while a poll runs are taken by the next
 poll.  With GRO off every frame is delivered on its own, at its poll's end.
-A single frame (not a train) is one poll of one frame, as before.
+A single frame (not a train) is one poll of one frame, as before (delivered when
+it is handed on, unless a train's polls are still to come: then behind them).
 
 Softirq rounds (``net_rx_action``): polls run back to back while frames keep arriving, within a
 budget of ``netdev_budget`` = 300 frames and ``netdev_budget_usecs`` (2 jiffies: 8 ms at HZ=250,
@@ -33,6 +35,9 @@ delay plus the scheduling of the softirq, drawn once per interrupt.
 """
 from __future__ import annotations
 
+from collections import deque
+
+from ..sched import call_at
 from .cpu import conn_key
 from .features import GRO_MAX_SIZE
 from .gso import segment
@@ -75,6 +80,8 @@ class NapiRx:
         self._round_frames = 0        # frames taken in the current softirq round
         self._round_start = 0.0
         self.time_squeeze = 0         # rounds that ran out of budget with work left
+        self._pending: deque = deque()    # trains (and frames behind them) still to poll:
+        #                                   [frames, first arrival, gap, next frame]
 
     def put(self, pkt) -> None:
         now = self.env._now
@@ -82,37 +89,62 @@ class NapiRx:
         segs = pkt.gso_segs
         first = pkt.first_at if (segs > 1 and pkt.first_at is not None) else last
         pkt.first_at = None
-        if segs <= 1:
+        pending = self._pending
+        if segs <= 1 and not pending:
             self._deliver([pkt], self._poll_at(last, 1), 1, pkt.size)
             return
-        # the frames' arrival times: evenly spaced from first to last
-        gap = (last - first) / (segs - 1)
-        frames = segment(pkt)
-        i = 0
-        while i < segs:
-            poll = self._poll_at(first + i * gap, segs - i, gap)
-            # frames arrived by the poll, at most a poll's weight
-            k = int((poll - first) / gap + 1e-9) + 1 - i if gap > 0 else segs - i
-            if k < 1:
-                k = 1
-            if k > self.weight:
-                k = self.weight
-            if i + k > segs:
-                k = segs - i
-            batch = frames[i:i + k]
-            self._deliver(batch, poll, k, sum(f.size for f in batch))
-            i += k
+        # a train (or a frame behind one): its frames evenly spaced from first to last, taken poll
+        # by poll at each poll's time, behind what is already waiting
+        pending.append([segment(pkt), first, (last - first) / (segs - 1) if segs > 1 else 0.0, 0])
+        if len(pending) == 1:
+            self._next_poll()
+
+    def _next_poll(self) -> None:
+        """Schedule the poll that takes the first waiting frame (``_poll`` at the poll's time)."""
+        frames, first, gap, i = self._pending[0]
+        call_at(self.env, self._poll_at(first + i * gap, len(frames) - i, gap), self._poll)
+
+    def _poll(self, _=None) -> None:
+        """A poll of a train's frames at its own time: the frames in by now, at most a poll's weight.
+
+        A train is cut into polls as they happen, not all at once when it is handed on (at its first
+        frame): each poll's CPU work and skbs at that poll's time, so work later in the train books no
+        core ahead of the clock (a core serves booked work in order, with no backfilling)."""
+        now = self.env._now
+        pending = self._pending
+        item = pending[0]
+        frames, first, gap, i = item
+        left = len(frames) - i
+        k = int((now - first) / gap + 1e-9) + 1 - i if gap > 0.0 else left
+        if k < 1:
+            k = 1
+        if k > self.weight:
+            k = self.weight
+        if k > left:
+            k = left
+        batch = frames[i:i + k]
+        if k < left:
+            item[3] = i + k
+        else:
+            pending.popleft()
+        self._deliver(batch, now, k, sum(f.size for f in batch))
+        if pending:
+            self._next_poll()
 
     def _poll_at(self, arrival: float, waiting: int, gap: float = 0.0) -> float:
-        """When the poll that takes a frame arriving at ``arrival`` starts."""
+        """When the poll that takes a frame arriving at ``arrival`` starts: never before ``env.now``
+        (a frame handed on late is polled at once, its CPU work and skbs from now, not in the past)."""
         if arrival < self._poll_end:
-            return self._poll_end     # NAPI still scheduled: the next poll runs when this one ends
-        delay = self.delay.next()
-        if self.rx_frames and gap > 0.0:
-            by_frames = (self.rx_frames - 1) * gap
-            if by_frames < delay:
-                delay = by_frames     # rx-frames reached first: interrupt then
-        return arrival + delay
+            poll = self._poll_end     # NAPI still scheduled: the next poll runs when this one ends
+        else:
+            delay = self.delay.next()
+            if self.rx_frames and gap > 0.0:
+                by_frames = (self.rx_frames - 1) * gap
+                if by_frames < delay:
+                    delay = by_frames     # rx-frames reached first: interrupt then
+            poll = arrival + delay
+        now = self.env._now
+        return poll if poll > now else now
 
     def _deliver(self, frames: list, poll: float, n: int, nbytes: int) -> None:
         work = self.cpu_per_poll + self.cpu_per_packet * n + self.cpu_per_byte * nbytes

@@ -151,8 +151,15 @@ class EgressPort(AnalyticFifoTx, LookaheadTx, EventTx):
 
     # -- input -------------------------------------------------------------------
     def put(self, pkt) -> None:
+        """The packet reaches the port at ``pkt.t``; a frame train off another wire (``first_at`` set:
+        a TSO skb's frames through a store-and-forward switch) when its first frame has, as a switch
+        queues each frame for its egress port once that frame is received -- ``_train_done`` keeps
+        its last frame from leaving before it arrived."""
         env = self.env
         t = pkt.t
+        fa = pkt.first_at
+        if fa is not None:
+            t = fa
         if t > env._now:
             call_at(env, t, self._arrive_cb, pkt)
         else:
@@ -180,33 +187,27 @@ class EgressPort(AnalyticFifoTx, LookaheadTx, EventTx):
         self._dropped(pkt, now, reason)
 
     # -- transmit ------------------------------------------------------------------
-    def _train_done(self, pkt, start: float, free: float) -> float:
+    def _train_done(self, pkt, start: float) -> float:
         """End of a TSO/GSO skb on the wire: its ``gso_segs`` frames back to back, each with its
         own framing, exactly when per-frame serialisation would end -- without an event per frame.
 
         The NIC cuts a TSO skb and sends the frames back to back (``start`` + the train's time).
-        A train that came off another wire (``first_at`` set, a store-and-forward hop) could start
-        when its first frame had fully arrived, if the device was free then (``free``), but its
-        last frame cannot leave before it arrived (``pkt.t``) and was serialised.  Sets
-        ``first_at`` to when the first frame is fully out."""
+        A train that came off another wire (``first_at`` set, a store-and-forward hop) reached the
+        port when its first frame had (:meth:`put`), so it starts then if the device is free, but
+        its last frame cannot leave before it arrived (``pkt.t``) and was serialised: on a faster
+        wire the frames leave as they come in.  Sets ``first_at`` to when the first frame is fully
+        out."""
         spb = self._sec_per_byte
         segs = pkt.gso_segs
         fr = self.framing
         hdr = (pkt.size - pkt.payload) // segs
         first = pkt.gso_size + hdr + fr
         last = pkt.payload - pkt.gso_size * (segs - 1) + hdr + fr
-        total = (pkt.size + fr * segs) * spb
-        begin = start
-        fa = pkt.first_at
-        if fa is not None and fa < start:
-            begin = fa if fa > free else free
-            if begin > start:
-                begin = start
-        done = begin + total
+        done = start + (pkt.size + fr * segs) * spb
         tail = pkt.t + last * spb
         if tail > done:
             done = tail
-        pkt.first_at = begin + first * spb
+        pkt.first_at = start + first * spb
         return done
 
     # -- views -------------------------------------------------------------------

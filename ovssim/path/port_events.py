@@ -53,10 +53,14 @@ class EventTx:
             if pkt.stamps is not None:
                 pkt.stamps[self.name + ".deq"] = now
             if self._sec_per_byte:
-                if pkt.gso_segs > 1:
-                    done = self._train_done(pkt, now, now)
-                else:
-                    done = now + (pkt.size + self.framing) * self._sec_per_byte
+                if pkt.gso_segs > 1:      # a train: on its way from its first frame, busy to its last
+                    done = self._train_done(pkt, now)
+                    self.busy_time += done - now
+                    self.busy = True
+                    self._send_train(pkt, done)
+                    call_at(env, done, self._done, None)
+                    return
+                done = now + (pkt.size + self.framing) * self._sec_per_byte
             elif self.service is not None:
                 done = self.service(pkt, now)
                 if done is None:          # backend refused it (CPU backlog full)
@@ -79,8 +83,23 @@ class EventTx:
 
     def _done(self, pkt) -> None:
         self.busy = False
-        self._send(pkt, self.env._now)
+        if pkt is not None:               # (a train was handed on when it started)
+            self._send(pkt, self.env._now)
         self._kick()
+
+    def _send_train(self, pkt, done: float) -> None:
+        """A TSO skb's train, handed on when its first frame is out (``first_at``, set by
+        ``_train_done``), not when its last is: the frames leave one by one (IEEE 802.3) and the
+        next hop -- a store-and-forward switch, a NIC's NAPI -- takes each as it arrives."""
+        self.tx_packets += 1
+        self.tx_bytes += pkt.size
+        pkt.t = done + self.prop_delay
+        fa = pkt.first_at + self.prop_delay
+        pkt.first_at = fa
+        if self.lookahead or fa <= self.env._now:
+            self.out.put(pkt)
+        else:
+            call_at(self.env, fa, self.out.put, pkt)
 
     def _send(self, pkt, now: float) -> None:
         self.tx_packets += 1

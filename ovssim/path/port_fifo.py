@@ -52,7 +52,7 @@ class AnalyticFifoTx:
         start = now if now >= free_at else free_at
         if self._sec_per_byte:
             if pkt.gso_segs > 1:
-                done = self._train_done(pkt, start, free_at)
+                done = self._train_done(pkt, start)
             else:
                 done = start + (size + self.framing) * self._sec_per_byte
         elif self.service is not None:

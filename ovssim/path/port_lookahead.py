@@ -107,7 +107,7 @@ class LookaheadTx:
             spb = self._sec_per_byte
             if spb:
                 if pkt.gso_segs > 1:
-                    done = self._train_done(pkt, now, self._busy_until)
+                    done = self._train_done(pkt, now)
                 else:
                     done = now + (size + self.framing) * spb
             elif self.service is not None:

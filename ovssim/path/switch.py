@@ -5,6 +5,13 @@ up after a fixed forwarding ``latency``, and queued at the egress port, which
 serialises it at the port rate from a shared-nothing per-port buffer
 (``buffer`` bytes, tail drop).  MAC learning and VLAN rules as any bridge
 (:class:`~ovssim.path.bridge.Bridge`); no CPU is involved.
+
+A TSO skb's frames (a train, ``first_at`` .. ``t``, :meth:`EgressPort._train_done`) are
+forwarded one by one as each is received: the train goes on from its first frame's arrival +
+``latency``, every frame ``latency`` after it came in, so the far NIC receives them spread out, one
+frame time apart, and the egress port sends the train from its first frame (if free) while its last
+frame leaves no earlier than it arrived + its serialisation.  Store-and-forward holds each frame
+until it is received whole (its FCS checked), not a burst of frames until the burst is in.
 """
 from __future__ import annotations
 

@@ -133,6 +133,7 @@ def test_napi_polls_conserve_frames_and_flush_each_poll(segs, rate, delay):
     skb.first_at = 1.0
     skb.t = 1.0 + (segs - 1) * frame_time
     rx.put(skb)
+    env.run()                                   # (a train's polls run at their times)
     got = [p for _, p in sink.got]
     assert sum(p.gso_segs for p in got) == segs and sum(p.size for p in got) == skb.size
     assert [p.seq for p in got] == sorted(p.seq for p in got)
@@ -355,6 +356,7 @@ def test_rx_frames_raises_the_interrupt_before_rx_usecs():
     skb.first_at = 1.0
     skb.t = 1.0 + 11 * frame_time
     rx.put(skb)
+    env.run()
     # the first poll waits for 4 frames; the rest arrive while it is due and join the next polls
     assert [p.gso_segs for _, p in sink.got][0] == 4
     assert sum(p.gso_segs for _, p in sink.got) == 12
@@ -383,6 +385,7 @@ def test_softirq_rounds_squeeze_at_netdev_budget():
             skb.first_at = 1.0 + i * gap
             skb.t = skb.first_at + 44 * frame_time
             rx.put(skb)
+        env.run()
         return rx
     busy = run(45 * frame_time, 40)          # 1800 frames, the core always behind
     assert busy.frames == 1800
