@@ -64,6 +64,7 @@ class NapiRx:
         self.weight = weight
         self.gro_max_size = gro_max_size
         self.name = name
+        self._kflow = self._kkey = None   # the last poll's flow and its connection key (the softirq's core)
         self._poll_end = 0.0          # when the last poll finished (frames before it were taken)
         self._last = 0.0              # delivery order
         self.polls = 0
@@ -100,7 +101,7 @@ class NapiRx:
             if i + k > segs:
                 k = segs - i
             batch = frames[i:i + k]
-            self._deliver(batch, poll, k, sum(f.size for f in batch))
+            self._deliver(batch, poll, k, sum(f.size for f in batch) if k > 1 else batch[0].size)
             i += k
 
     def _poll_at(self, arrival: float, waiting: int, gap: float = 0.0) -> float:
@@ -118,7 +119,11 @@ class NapiRx:
         work = self.cpu_per_poll + self.cpu_per_packet * n + self.cpu_per_byte * nbytes
         done = poll + work
         if work > 0.0 and self.cpu is not None:
-            done = self.cpu.serve(poll, work, conn_key(frames[0].flow))
+            flow = frames[0].flow
+            if flow is not self._kflow:
+                self._kflow = flow
+                self._kkey = conn_key(flow)
+            done = self.cpu.serve(poll, work, self._kkey)
             if done is None:
                 self.dropped += n
                 return
