@@ -175,17 +175,5 @@ class VifBackend:
         if pkt.owner is not None and self.frees_skb:   # the backend consumed the skb: the guest frees it
             pkt.owner.tsq_free(pkt, t)
         self.packets += 1
-        # self.latency.put(pkt), inlined
-        lat = self.latency
-        if t < now:
-            t = now
-        t += lat.delay.next()
-        if t < lat._last:
-            t = lat._last
-        lat._last = t
         pkt.t = t
-        lat.packets += 1
-        if lat.lookahead or t <= now:
-            lat.out.put(pkt)
-        else:
-            call_at(self.env, t, lat.out.put, pkt)
+        self.latency.put(pkt)
