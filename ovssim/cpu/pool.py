@@ -52,6 +52,9 @@ class CpuPool:
         self.cores = cores
         self.speed = speed
         self.backlog_limit = backlog_limit
+        # reservations a core holds before serve() counts its backlog (and forgets what started
+        # before now): below the bound nothing can be refused; at most 64, which bounds the list
+        self._count_at = 64 if backlog_limit is None or backlog_limit > 64 else backlog_limit
         self.free = [0.0] * cores
         self._starts: list[list[float]] = [[] for _ in range(cores)]   # per core, sorted
         self.busy = [0.0] * cores
@@ -73,6 +76,7 @@ class CpuPool:
         self.migrations = 0               # threads moved to an idle core at wake-up
         self.rtc_senders: list[list] = [[] for _ in range(cores)]   # run-to-completion senders per core (turns)
         self.sending = [0] * cores        # run-to-completion senders per core (any host): see serve()
+        self.senders = 0                  # their sum (serve asks on every unkeyed call)
 
     # --- softirq / keyed work -------------------------------------------------------------
     def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None) -> float | None:
@@ -88,7 +92,7 @@ class CpuPool:
             core = 0
         else:
             core = free.index(min(free))
-            if free[core] <= t and any(self.sending):
+            if free[core] <= t and self.senders:
                 # several cores idle by t: the scheduler wakes the work on one that no sending task keeps
                 # busy (select_idle_sibling looks for an idle CPU).  A run-to-completion sender's core
                 # looks free between its sends, and work booked there ahead of time (lookahead) would
@@ -99,17 +103,20 @@ class CpuPool:
                         break
         free_at = free[core]
         start = t if t > free_at else free_at
-        lim = self.backlog_limit
         starts = self._starts[core]
         waiting = 0
-        if start > t or (self.contended and self.ksoftirqd_free[core] > t):
+        if (start > t or (self.contended and self.ksoftirqd_free[core] > t)) and (
+                self.contended or len(starts) >= self._count_at):
             # Work waiting at time t = work reserved to start after t.  Callers may run
             # ahead of env.now (lookahead) and out of time order, so count by time, not
             # by order of calls; what started before env.now can never be waiting again.
+            # Counted only where it can matter: fewer reservations than the bound leave
+            # fewer waiting (and the contended branch below needs the count).
             now = self.env._now
             if starts and starts[0] <= now:
                 del starts[:bisect_right(starts, now)]
             waiting = len(starts) - bisect_right(starts, t)
+            lim = self.backlog_limit
             if lim is not None and waiting >= lim:
                 self.refused += 1
                 return None
@@ -140,10 +147,12 @@ class CpuPool:
         """A sending task that runs its packets to completion on ``core`` (a container's TCP or UDP sender):
         unkeyed work avoids that core while another is idle (:meth:`serve`)."""
         self.sending[core] += 1
+        self.senders += 1
 
     def remove_sender(self, core: int) -> None:
         """The sending task left ``core`` (it joined another task's thread)."""
         self.sending[core] -= 1
+        self.senders -= 1
 
     def _runnable(self, core: int, t: float, thread=None) -> int:
         """Threads on ``core`` other than ``thread`` that are runnable at ``t`` (need the core)."""

@@ -26,11 +26,12 @@ MAC_AGING = 300.0
 class BridgePort:
     """One port of a bridge: ``put(pkt)`` is ingress; ``egress.put`` sends out of it."""
 
-    __slots__ = ("bridge", "no", "name", "egress", "vlan", "trunks", "rx", "tx", "dropped", "link")
+    __slots__ = ("bridge", "no", "name", "egress", "vlan", "trunks", "rx", "tx", "dropped", "link", "memo")
 
     def __init__(self, bridge, no: int, name: str, egress, vlan: int | None, trunks):
         self.bridge, self.no, self.name, self.egress = bridge, no, name, egress
         self.link = False           # a veth pair to another bridge (a chain link), not a VIF or an uplink
+        self.memo = None            # the bridge's per-port cache of its last flow (OvsDatapath.process)
         self.vlan = vlan
         self.trunks = None if trunks is None else frozenset(trunks)
         self.rx = self.tx = self.dropped = 0
@@ -103,19 +104,13 @@ class Bridge:
         out.egress.put(pkt)
 
     # -- learning and delivery ----------------------------------------------------------
-    def learn(self, port: BridgePort, pkt, vlan, t: float) -> None:
-        self.fdb[(vlan, pkt.src_mac)] = (port, t)
-
-    def lookup(self, vlan, mac, t: float) -> BridgePort | None:
-        e = self.fdb.get((vlan, mac))
-        if e is None or t - e[1] > self.mac_aging:
-            return None
-        return e[0]
-
     def deliver(self, in_port: BridgePort, pkt, vlan, t: float) -> None:
-        """Learn, then unicast to the known port or flood the VLAN."""
-        self.learn(in_port, pkt, vlan, t)
-        out = self.lookup(vlan, pkt.dst_mac, t)
+        """Learn the source (``fdb``: (vlan, mac) -> (port, time learned)), then unicast to the
+        destination's port if known and not aged out, else flood the VLAN."""
+        fdb = self.fdb
+        fdb[(vlan, pkt.src_mac)] = (in_port, t)
+        e = fdb.get((vlan, pkt.dst_mac))
+        out = None if e is None or t - e[1] > self.mac_aging else e[0]
         self.forwarded += 1
         if out is not None:
             if out is not in_port and out.carries(vlan):

@@ -204,9 +204,10 @@ class OvsDatapath(Bridge):
             idle_stall_prob, idle_stall, idle_after, stall_rng, name, idle_wake=idle_wake, busy_share=busy_share)
         # key -> [installed_at, last_used, queue, core key (self._core_key(flow))]
         self.cache: OrderedDict = OrderedDict()
-        # (port, flow, vlan, key, entry) of the last hit: the next packet of the same flow
-        # object skips hashing its key; cleared whenever an entry leaves the cache
-        self._memo = None
+        # each ingress port's ``memo``: (flow, vlan, tos, key, entry, core) of its last hit, so the next
+        # packet of the same flow object on that port skips hashing its key -- a port usually carries one
+        # flow a direction (a connection's data in on one port, its ACKs on another); cleared on every port
+        # whenever an entry leaves the cache (:meth:`_forget`)
         self._mru = None       # the cache's last (most recently used) entry, or None if unknown
         self.hit = 0
         self.missed = 0
@@ -251,8 +252,8 @@ class OvsDatapath(Bridge):
             t = loop.read_at(t)
         mask_cost = self._masks[2]
         flow = pkt.flow
-        m = self._memo
-        if m is not None and m[1] is flow and m[0] is port and m[2] == vlan:
+        m = port.memo
+        if m is not None and m[0] is flow and m[1] == vlan and (not self._match_tos or m[2] == pkt.tos):
             key, entry, core = m[3], m[4], m[5]
         else:
             key = self._megaflow(port, pkt, vlan)
@@ -261,10 +262,10 @@ class OvsDatapath(Bridge):
             if entry is not None:
                 # the packet's own core (a megaflow serves many connections, each on its core)
                 core = self._core_key(flow)
-                self._memo = (port, flow, vlan, key, entry, core)
+                port.memo = (flow, vlan, pkt.tos, key, entry, core)
         if entry is not None and t - entry[1] > self.max_idle:
             del self.cache[key]                      # revalidator removed the idle flow
-            self._memo = self._mru = None
+            self._forget()
             self.expired += 1
             entry = None
         if entry is not None and entry[0] <= t:
@@ -276,9 +277,10 @@ class OvsDatapath(Bridge):
             if entry[2] is not None:
                 pkt.queue_id = entry[2]
             cost = next(self._hit_it)
+            dst = None                               # the destination's FDB entry, when looked up for the cost
             if self._link_keep != 1.0:
-                e = self.fdb.get((vlan, pkt.dst_mac))
-                if e is not None and e[0].link:      # sendto() into the next bridge's AF_PACKET socket
+                dst = self.fdb.get((vlan, pkt.dst_mac))
+                if dst is not None and dst[0].link:  # sendto() into the next bridge's AF_PACKET socket
                     cost *= self._link_keep
             done = (self.cpu.serve(t, cost + mask_cost, core) if self.thread is None else
                     self.cpu.run(self.thread, t, cost + mask_cost))
@@ -294,7 +296,8 @@ class OvsDatapath(Bridge):
             # Bridge.deliver, inlined for a unicast frame to a known, live destination
             fdb = self.fdb
             fdb[(vlan, pkt.src_mac)] = (port, done)          # learn
-            e = fdb.get((vlan, pkt.dst_mac))
+            # the destination's entry: the one found for the cost, unless learning replaced it
+            e = dst if dst is not None and pkt.src_mac != pkt.dst_mac else fdb.get((vlan, pkt.dst_mac))
             self.forwarded += 1
             if e is None or done - e[1] > self.mac_aging:
                 self._flood(port, pkt, vlan, done)
@@ -345,11 +348,17 @@ class OvsDatapath(Bridge):
         if entry is None:
             if len(self.cache) >= self.flow_limit:
                 self.cache.popitem(last=False)
-                self._memo = self._mru = None
+                self._forget()
                 self.evicted += 1
             self.cache[key] = entry = [done, done, queue, fkey]
             self._mru = entry
         self.deliver(port, pkt, vlan, self._after_latency(done + self.actions_s.next()))
+
+    def _forget(self) -> None:
+        """An entry left the cache: no port's memo or the MRU mark may still hold it."""
+        for p in self.ports:
+            p.memo = None
+        self._mru = None
 
     # -- AF_PACKET receive sockets ----------------------------------------------------
     def _rx_read(self, afp, port, pkt, t: float) -> bool:

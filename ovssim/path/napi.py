@@ -127,7 +127,7 @@ class NapiRx:
             item[3] = i + k
         else:
             pending.popleft()
-        self._deliver(batch, now, k, sum(f.size for f in batch))
+        self._deliver(batch, now, k, sum(f.size for f in batch) if k > 1 else batch[0].size)
         if pending:
             self._next_poll()
 

@@ -70,18 +70,28 @@ class VifLatency:
         self.packets = 0
 
     def put(self, pkt) -> None:
+        """The packet leaves at its time plus the delay, not before the one ahead of it; a next element
+        that is a VifLatency too (the host stack's delay after a backend's) is applied in this call."""
         now = self.env._now
-        t = pkt.t if pkt.t > now else now
-        t += self.delay.next()
-        if t < self._last:
-            t = self._last
-        self._last = t
+        lat = self
+        t = pkt.t
+        while True:
+            if t < now:
+                t = now
+            t += lat.delay.next()
+            if t < lat._last:
+                t = lat._last
+            lat._last = t
+            lat.packets += 1
+            out = lat.out
+            if type(out) is not VifLatency or not (lat.lookahead or t <= now):
+                break
+            lat = out
         pkt.t = t
-        self.packets += 1
-        if self.lookahead or t <= now:
-            self.out.put(pkt)
+        if lat.lookahead or t <= now:
+            out.put(pkt)
         else:
-            call_at(self.env, t, self.out.put, pkt)
+            call_at(self.env, t, out.put, pkt)
 
 
 class VifBackend:
@@ -104,6 +114,7 @@ class VifBackend:
         self.thread_key = zlib.crc32(f"{name}.{direction}".encode())
         # no backend thread (a veth): the work runs in the sender's softirq, on its connection's core
         self.inline = kind in INLINE_KINDS
+        self._kflow = self._kkey = None      # the last packet's flow and its connection key (a veth's core)
         # a host whose scenario schedules threads (background load, vCPUs on its cores): the backend
         # is a thread of its own, delayed by what shares its core (ovssim.cpu); else keyed work as before
         self.thread = None
@@ -129,7 +140,14 @@ class VifBackend:
             return now
         if self.thread is not None:
             return self.cpu.run(self.thread, now, work)
-        return self.cpu.serve(now, work, conn_key(pkt.flow) if self.inline else self.thread_key)
+        return self.cpu.serve(now, work, self._key(pkt.flow) if self.inline else self.thread_key)
+
+    def _key(self, flow) -> int:
+        """The connection key of ``flow`` (:func:`conn_key`), kept for the next packet of the same flow."""
+        if flow is not self._kflow:
+            self._kflow = flow
+            self._kkey = conn_key(flow)
+        return self._kkey
 
     def put(self, pkt) -> None:
         now = self.env._now
@@ -139,8 +157,16 @@ class VifBackend:
         # service(pkt, t), inlined
         work = self.cpu_per_packet + self.cpu_per_byte * pkt.size
         if not work <= 0.0:
-            t = (self.cpu.run(self.thread, t, work) if self.thread is not None else
-                 self.cpu.serve(t, work, conn_key(pkt.flow) if self.inline else self.thread_key))
+            if self.thread is not None:
+                t = self.cpu.run(self.thread, t, work)
+            elif self.inline:
+                flow = pkt.flow                  # self._key(flow), inlined
+                if flow is not self._kflow:
+                    self._kflow = flow
+                    self._kkey = conn_key(flow)
+                t = self.cpu.serve(t, work, self._kkey)
+            else:
+                t = self.cpu.serve(t, work, self.thread_key)
             if t is None:
                 self.dropped += 1
                 if pkt.owner is not None:
@@ -149,17 +175,5 @@ class VifBackend:
         if pkt.owner is not None and self.frees_skb:   # the backend consumed the skb: the guest frees it
             pkt.owner.tsq_free(pkt, t)
         self.packets += 1
-        # self.latency.put(pkt), inlined
-        lat = self.latency
-        if t < now:
-            t = now
-        t += lat.delay.next()
-        if t < lat._last:
-            t = lat._last
-        lat._last = t
         pkt.t = t
-        lat.packets += 1
-        if lat.lookahead or t <= now:
-            lat.out.put(pkt)
-        else:
-            call_at(self.env, t, lat.out.put, pkt)
+        self.latency.put(pkt)

@@ -438,6 +438,7 @@ class TcpSender:
                     break
                 end = wq.ends[0]
             n = end - seq
+            full = 0                        # tcp_tso_segs for this skb, once computed
             if self.grow_skb and len(wq.ends) > 1 and (self.gso or n < mss):   # no GSO: a full segment cannot grow
                 # tcp_grow_skb, before tcp_small_queue_check sizes the skb: a head shorter than
                 # min(cwnd quota, tcp_tso_segs) takes bytes of the next unsent skb
@@ -449,7 +450,7 @@ class TcpSender:
                     n = end - seq
             is_tail = end == wq.write_seq
             if n > mss:
-                size = self._send_size(n, seq, is_tail)
+                size = self._send_size(n, seq, is_tail, full)
                 if size < 0:                   # tcp_tso_should_defer: wait for the next ACK
                     self.cwnd_limited = size == -2
                     self.tso_deferred += 1
@@ -502,7 +503,7 @@ class TcpSender:
             if self.state == RECOVERY:
                 self.prr_out += 1
         po = q.packets_out
-        limited = self.cwnd_limited or self.in_flight >= self.cwnd
+        limited = self.cwnd_limited or q.packets_out - q.sacked_out - q.lost_out + q.retrans_out >= self.cwnd
         if limited or self.skbs_out != skbs_before:
             self._cwnd_validate(limited, po)
         if po and self._rto_at == INF:
@@ -545,7 +546,7 @@ class TcpSender:
         segs = tso_autosize(self.pacing_rate or INF, self.rtt.min_rtt, self.mss, MIN_TSO_SEGS, self.gso_max_bytes)
         return segs if segs < self.gso_max_segs else self.gso_max_segs
 
-    def _send_size(self, skb_len: int, seq: int, is_tail: bool) -> int:
+    def _send_size(self, skb_len: int, seq: int, is_tail: bool, full: int = 0) -> int:
         """Bytes of the head skb (``skb_len`` long) ``tcp_write_xmit`` sends now -- all of it or a cut
         (``tso_fragment``) at ``tcp_mss_split_point``'s limit: ``tcp_tso_segs`` and the congestion
         window's quota in segments, the peer's window, and on the tail skb a last small segment that
@@ -553,9 +554,10 @@ class TcpSender:
         holds it back for the next ACK."""
         q = self.q
         mss = self.mss
-        cong_win = self.cwnd - self.in_flight
+        cong_win = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)    # in_flight
         quota = self.cwnd_quota(cong_win)
-        full = self.tso_segs()
+        if not full:                 # ``full``: tcp_tso_segs, when push already has it for this skb
+            full = self.tso_segs()
         max_len = (quota if quota < full else full) * mss
         window = self.snd_una + self.snd_wnd - seq if q.packets_out else skb_len
         if max_len <= window and not is_tail:
@@ -714,7 +716,8 @@ class TcpSender:
         """Whether the busy core is all that stops ``push`` now: the window has room and the bulk
         writer would neither write (its buffer full, or above 2/3 of it: push's refill rule) nor grow
         its buffer."""
-        if self.in_flight >= self.cwnd:
+        q = self.q
+        if q.packets_out - q.sacked_out - q.lost_out + q.retrans_out >= self.cwnd:     # in_flight
             return False
         bulk = self.bulk_until
         if bulk is None:
