@@ -23,7 +23,7 @@ contends.  Where threads share a core it applies the fair class's behaviour
 """
 from __future__ import annotations
 
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 
 from .defaults import CONTEXT_SWITCH, MAX_SOFTIRQ_TIME, NETDEV_BUDGET, NETDEV_MAX_BACKLOG, base_slice
 from .scheduler import fair_run, ksoftirqd_stretch
@@ -76,13 +76,20 @@ class CpuPool:
         self.migrations = 0               # threads moved to an idle core at wake-up
         self.rtc_senders: list[list] = [[] for _ in range(cores)]   # run-to-completion senders per core (turns)
         self.sending = [0] * cores        # run-to-completion senders per core (any host): see serve()
+        # work booked ahead of env.now (a lookahead caller): (start, done, arrival) per core, by start,
+        # so that work arriving earlier but booked later can use the idle time before it (_fit)
+        self._ahead: list[list[tuple]] = [[] for _ in range(cores)]
+        self._free_now = [0.0] * cores    # when each core finishes the work booked at its arrival time
         self.senders = 0                  # their sum (serve asks on every unkeyed call)
 
     # --- softirq / keyed work -------------------------------------------------------------
-    def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None) -> float | None:
+    def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None,
+              arrival: float | None = None) -> float | None:
         """Run ``work`` seconds of CPU arriving at ``t``; return completion time, or None if refused.
 
-        ``thread``: the work is that thread's (from :meth:`run`), not softirq work."""
+        ``thread``: the work is that thread's (from :meth:`run`), not softirq work.  ``arrival``: when
+        the work arrived, if it cannot start before a later ``t`` (a sleeping thread's wake-up): work
+        arriving after it still queues behind it."""
         if self.speed != 1.0:
             work = work / self.speed
         free = self.free
@@ -102,7 +109,18 @@ class CpuPool:
                         core = c
                         break
         free_at = free[core]
-        start = t if t > free_at else free_at
+        now = self.env._now
+        ahead = self._ahead[core]
+        early = False                 # runs before work booked for later arrivals (_fit)
+        arr = t if arrival is None else arrival
+        if t >= free_at:
+            start = t
+            done = t + work
+        elif ahead and not self.contended:
+            start, done, early = self._fit(core, t, work, now, arr)
+        else:
+            start = free_at
+            done = start + work
         starts = self._starts[core]
         waiting = 0
         if (start > t or (self.contended and self.ksoftirqd_free[core] > t)) and (
@@ -112,7 +130,6 @@ class CpuPool:
             # by order of calls; what started before env.now can never be waiting again.
             # Counted only where it can matter: fewer reservations than the bound leave
             # fewer waiting (and the contended branch below needs the count).
-            now = self.env._now
             if starts and starts[0] <= now:
                 del starts[:bisect_right(starts, now)]
             waiting = len(starts) - bisect_right(starts, t)
@@ -137,11 +154,62 @@ class CpuPool:
                 return done
         if start > t:
             insort(starts, start)
-        done = start + work
-        free[core] = done
+        if done > free_at:
+            free[core] = done
+        if arr > now:                 # booked ahead: later calls may arrive before it
+            if ahead and ahead[0][1] <= now:
+                self._prune(ahead, now)
+            if early:
+                insort(ahead, (start, done, arr))
+            else:
+                ahead.append((start, done, arr))
+        elif done > self._free_now[core]:
+            self._free_now[core] = done
         self.busy[core] += work
         self.jobs += 1
         return done
+
+    @staticmethod
+    def _prune(ahead: list, now: float) -> None:
+        """Drop the booked-ahead work that is done by ``now`` (from the front: sorted by start)."""
+        k = 0
+        for k, entry in enumerate(ahead):
+            if entry[1] > now:
+                break
+        else:
+            k = len(ahead)
+        del ahead[:k]
+
+    def _fit(self, core: int, t: float, work: float, now: float, arrival: float) -> tuple[float, float, bool]:
+        """Start and completion of work arriving at ``arrival``, ready at ``t``, on a core holding work
+        booked ahead for later arrivals (a lookahead element reserves the core when it runs, which can
+        be before the event that brings this earlier work), and whether it ran before some of that
+        work.  A core serves its work in arrival order: this work waits for what arrived by then, not
+        for what arrives after it -- it runs in the idle time before the next later arrival's work if
+        it fits there whole.  If it does not, it runs after the work already booked (the later work
+        keeps the times already handed out, and no work is split around another)."""
+        ahead = self._ahead[core]
+        if ahead[0][1] <= now:
+            self._prune(ahead, now)
+        cur = self._free_now[core]
+        if cur < t:
+            cur = t
+        # the core's booked work never overlaps, so sorted by start it is sorted by end too: only the
+        # work running at t and what follows it matter
+        i = bisect_left(ahead, (t,))
+        later = ahead[i - 1:] if i else ahead
+        for _s, d, a in later:        # what arrived by then is served first
+            if a <= arrival and d > cur:
+                cur = d
+        for s, d, a in later:         # then the first idle gap a later arrival's work leaves
+            if a <= arrival or d <= cur:
+                continue
+            if s >= cur + work:
+                return cur, cur + work, True
+            break
+        free_at = self.free[core]
+        start = cur if cur > free_at else free_at
+        return start, start + work, False
 
     def add_sender(self, core: int) -> None:
         """A sending task that runs its packets to completion on ``core`` (a container's TCP or UDP sender):

@@ -336,9 +336,10 @@ class OvsDatapath(Bridge):
         if loop is not None:
             loop.passed(t_miss)
         wake = self.upcall_wakeup_s
+        ready = t_miss
         if wake is not None and min(self.handlers.free) <= t_miss:   # every handler asleep in poll()
-            t_miss += wake.next()
-        done = self.handlers.serve(t_miss, self.upcall_s.next())
+            ready += wake.next()              # upcalls arriving meanwhile queue behind this one
+        done = self.handlers.serve(ready, self.upcall_s.next(), arrival=t_miss)
         if done is None:
             self.lost += 1
             return

@@ -1,0 +1,68 @@
+"""A core serves work in arrival order even when callers book it out of order (lookahead).
+
+A lookahead element (a NIC delivering a train, a port computing departures ahead) reserves a core's
+time when it runs, which can be before the event that brings earlier work to the same core.  That
+earlier work must not wait for work that had not arrived yet: it runs in the idle time before it
+when it fits there whole.
+"""
+from __future__ import annotations
+
+import simpy
+from hypothesis import given, settings, strategies as st
+
+from ovssim.cpu.pool import CpuPool
+
+
+def _pool(cores: int = 1) -> CpuPool:
+    return CpuPool(simpy.Environment(), cores, backlog_limit=None)
+
+
+def test_earlier_work_booked_later_runs_before_later_work():
+    pool = _pool()
+    assert pool.serve(100e-6, 10e-6, key=0) == 110e-6       # a lookahead caller books ahead
+    # work arriving at 5 us, booked afterwards: the core is idle then
+    assert abs(pool.serve(5e-6, 2e-6, key=0) - 7e-6) < 1e-15
+
+
+def test_too_long_for_the_gap_runs_after_the_booked_work():
+    pool = _pool()
+    pool.serve(10e-6, 10e-6, key=0)                           # [10, 20) us
+    # 8 us arriving at 5 us does not fit before it: it runs after it, whole (no split around it)
+    assert abs(pool.serve(5e-6, 8e-6, key=0) - 28e-6) < 1e-15
+    # 3 us arriving at 6 us, after the 8 us: served after it (arrival order), not in the gap before
+    assert abs(pool.serve(6e-6, 3e-6, key=0) - 31e-6) < 1e-15
+
+
+def test_work_arriving_after_booked_work_waits_for_it():
+    pool = _pool()
+    pool.serve(10e-6, 10e-6, key=0)                           # arrived at 10 us, runs [10, 20)
+    assert abs(pool.serve(15e-6, 2e-6, key=0) - 22e-6) < 1e-15   # FIFO behind it
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 200), st.integers(1, 30)), min_size=1, max_size=25))
+def test_out_of_order_booking_conserves_the_core(jobs):
+    """Whatever order the calls come in: no two pieces of work overlap on the core, each work's
+    completion is at least its arrival plus its length, and the busy time is the work's sum."""
+    jobs = [(t, w) for t, w in jobs]
+    pool = _pool()
+    done = [pool.serve(t * 1e-6, w * 1e-6, key=0) for t, w in jobs]
+    for (t, w), d in zip(jobs, done):
+        assert d >= (t + w) * 1e-6 - 1e-12
+    pieces = sorted((d - w * 1e-6, d) for (_t, w), d in zip(jobs, done))
+    for (a0, b0), (a1, _b1) in zip(pieces, pieces[1:]):
+        assert a1 >= b0 - 1e-12
+    assert abs(sum(b - a for a, b in pieces) - sum(w for _, w in jobs) * 1e-6) < 1e-9
+    assert abs(pool.busy[0] - sum(w for _, w in jobs) * 1e-6) < 1e-12
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 200), st.integers(1, 30)), min_size=1, max_size=25))
+def test_in_order_calls_are_a_fifo_queue(jobs):
+    """Calls in arrival order give exactly the FIFO single-server recursion (Lindley)."""
+    jobs = sorted(jobs)
+    pool = _pool()
+    free = 0.0
+    for t, w in jobs:
+        free = max(free, t * 1e-6) + w * 1e-6
+        assert abs(pool.serve(t * 1e-6, w * 1e-6, key=0) - free) < 1e-12
