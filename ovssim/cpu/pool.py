@@ -80,6 +80,7 @@ class CpuPool:
         # so that work arriving earlier but booked later can use the idle time before it (_fit)
         self._ahead: list[list[tuple]] = [[] for _ in range(cores)]
         self._free_now = [0.0] * cores    # when each core finishes the work booked at its arrival time
+        self._ahead_arrival = [-1.0] * cores    # latest arrival among each core's booked-ahead work (or above)
         self.senders = 0                  # their sum (serve asks on every unkeyed call)
 
     # --- softirq / keyed work -------------------------------------------------------------
@@ -116,7 +117,9 @@ class CpuPool:
         if t >= free_at:
             start = t
             done = t + work
-        elif ahead and not self.contended:
+        elif ahead and not self.contended and arr < self._ahead_arrival[core]:
+            # some booked-ahead work arrived after this: maybe a gap before it (else all arrived
+            # before this work, which queues behind them, below)
             start, done, early = self._fit(core, t, work, now, arr)
         else:
             start = free_at
@@ -159,6 +162,10 @@ class CpuPool:
         if arr > now:                 # booked ahead: later calls may arrive before it
             if ahead and ahead[0][1] <= now:
                 self._prune(ahead, now)
+            if not ahead:
+                self._ahead_arrival[core] = -1.0
+            if arr > self._ahead_arrival[core]:
+                self._ahead_arrival[core] = arr
             if early:
                 insort(ahead, (start, done, arr))
             else:
@@ -194,15 +201,19 @@ class CpuPool:
         cur = self._free_now[core]
         if cur < t:
             cur = t
-        # the core's booked work never overlaps, so sorted by start it is sorted by end too: only the
-        # work running at t and what follows it matter
-        i = bisect_left(ahead, (t,))
-        later = ahead[i - 1:] if i else ahead
-        for _s, d, a in later:        # what arrived by then is served first
-            if a <= arrival and d > cur:
-                cur = d
-        for s, d, a in later:         # then the first idle gap a later arrival's work leaves
-            if a <= arrival or d <= cur:
+        # the core's booked work never overlaps, so sorted by start it is sorted by end too: what arrived
+        # by then and ends last is the last such entry, and only the work running at t and after matters
+        lo = bisect_left(ahead, (t,))
+        lo = lo - 1 if lo else 0
+        j = len(ahead) - 1
+        while j >= lo and ahead[j][2] > arrival:
+            j -= 1
+        if j >= lo and ahead[j][1] > cur:
+            cur = ahead[j][1]          # served after what arrived by then
+        # then the idle gap before the next later arrival's work, if this work fits there whole
+        for k in range(j + 1 if j >= lo else lo, len(ahead)):
+            s, d, _a = ahead[k]
+            if d <= cur:
                 continue
             if s >= cur + work:
                 return cur, cur + work, True
