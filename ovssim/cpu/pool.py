@@ -29,6 +29,8 @@ from .defaults import CONTEXT_SWITCH, MAX_SOFTIRQ_TIME, NETDEV_BUDGET, NETDEV_MA
 from .scheduler import fair_run, ksoftirqd_stretch
 from .thread import Thread
 
+_INF = float("inf")
+
 
 class CpuPool:
     """``cores`` cores; ``serve(t, work, key)`` returns when the work is done (or None if refused).
@@ -178,13 +180,11 @@ class CpuPool:
 
     @staticmethod
     def _prune(ahead: list, now: float) -> None:
-        """Drop the booked-ahead work that is done by ``now`` (from the front: sorted by start)."""
-        k = 0
-        for k, entry in enumerate(ahead):
-            if entry[1] > now:
-                break
-        else:
-            k = len(ahead)
+        """Drop the booked-ahead work that is done by ``now``: booked work never overlaps, so of what
+        started by ``now`` only the last can still be running."""
+        k = bisect_right(ahead, (now, _INF))
+        if k and ahead[k - 1][1] > now:
+            k -= 1
         del ahead[:k]
 
     def _fit(self, core: int, t: float, work: float, now: float, arrival: float) -> tuple[float, float, bool]:
