@@ -144,6 +144,20 @@ class EgressPort(AnalyticFifoTx, LookaheadTx, EventTx):
             self._late = self.watchdog_late()
         return self._late
 
+    def _late_wakeup(self, q, now: float) -> tuple[float | None, float]:
+        """When the qdisc's watchdog runs the port -- its ``next_wakeup`` plus the lateness (None: no
+        wake-up) -- and that lateness."""
+        w = q.next_wakeup(now)
+        if w is None or w <= now:
+            return w, 0.0
+        late = self._lateness(w)
+        return w + late, late
+
+    def _freeze(self, w: float, late: float) -> None:
+        """The watchdog is set to run the port at ``w``, ``late`` after it was due: in that window the
+        processor is away and nothing dequeues."""
+        self._frozen_from, self._frozen_until = (w - late, w) if late > 0.0 else (_INF, -_INF)
+
     def attach_sock(self, sock) -> None:
         """Charge ``sock`` for every packet from its arrival until it leaves the qdisc."""
         self.sock = sock

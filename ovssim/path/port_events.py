@@ -36,13 +36,9 @@ class EventTx:
             pkt = q.dequeue(now)
             if pkt is None:
                 if q.stats.qlen:
-                    w = q.next_wakeup(now)
-                    late = 0.0
-                    if w is not None and w > now:
-                        late = self._lateness(w)
-                        w += late
+                    w, late = self._late_wakeup(q, now)
                     if w is not None and w < self._watchdog_at:
-                        self._frozen_from, self._frozen_until = (w - late, w) if late > 0.0 else (_INF, -_INF)
+                        self._freeze(w, late)
                         if self._watchdog is not None:
                             self._watchdog.cancel()
                         self._watchdog_at = w if w > now else now

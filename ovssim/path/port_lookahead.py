@@ -141,14 +141,9 @@ class LookaheadTx:
     def _arm_watchdog(self, q, now: float) -> None:
         """``qdisc_watchdog_schedule_ns``: wake the port when the qdisc can send (if earlier
         than the pending wake-up)."""
-        w = q.next_wakeup(now)
-        late = 0.0
-        if w is not None and w > now:
-            late = self._lateness(w)
-            w += late
+        w, late = self._late_wakeup(q, now)
         if w is not None and w < self._watchdog_at:
-            # the window in which the processor is away: from the time set to the late expiry
-            self._frozen_from, self._frozen_until = (w - late, w) if late > 0.0 else (_INF, -_INF)
+            self._freeze(w, late)
             wd = self._watchdog
             if wd is None:                # none pending: the last one fired, schedule it again
                 wd = self._watchdog_call

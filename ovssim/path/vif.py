@@ -160,11 +160,7 @@ class VifBackend:
             if self.thread is not None:
                 t = self.cpu.run(self.thread, t, work)
             elif self.inline:
-                flow = pkt.flow                  # self._key(flow), inlined
-                if flow is not self._kflow:
-                    self._kflow = flow
-                    self._kkey = conn_key(flow)
-                t = self.cpu.serve(t, work, self._kkey)
+                t = self.cpu.serve(t, work, self._key(pkt.flow))
             else:
                 t = self.cpu.serve(t, work, self.thread_key)
             if t is None:

@@ -503,7 +503,7 @@ class TcpSender:
             if self.state == RECOVERY:
                 self.prr_out += 1
         po = q.packets_out
-        limited = self.cwnd_limited or q.packets_out - q.sacked_out - q.lost_out + q.retrans_out >= self.cwnd
+        limited = self.cwnd_limited or self.in_flight >= self.cwnd
         if limited or self.skbs_out != skbs_before:
             self._cwnd_validate(limited, po)
         if po and self._rto_at == INF:
@@ -554,7 +554,7 @@ class TcpSender:
         holds it back for the next ACK."""
         q = self.q
         mss = self.mss
-        cong_win = self.cwnd - (q.packets_out - q.sacked_out - q.lost_out + q.retrans_out)    # in_flight
+        cong_win = self.cwnd - self.in_flight
         quota = self.cwnd_quota(cong_win)
         if not full:                 # ``full``: tcp_tso_segs, when push already has it for this skb
             full = self.tso_segs()
@@ -716,8 +716,7 @@ class TcpSender:
         """Whether the busy core is all that stops ``push`` now: the window has room and the bulk
         writer would neither write (its buffer full, or above 2/3 of it: push's refill rule) nor grow
         its buffer."""
-        q = self.q
-        if q.packets_out - q.sacked_out - q.lost_out + q.retrans_out >= self.cwnd:     # in_flight
+        if self.in_flight >= self.cwnd:
             return False
         bulk = self.bulk_until
         if bulk is None:
