@@ -30,6 +30,11 @@ DATA = ROOT / "data" / "local" / "tcp_window"
 CAMPAIGNS = (("", DATA, "24-25 Nov 2026, loaded machine"),
              ("quiet", DATA / "2026-11-27-quiet", "27 Nov 2026, quiet machine (load average 0.06-1.17)"))
 SCENARIO = SCENARIOS / "local_netns.toml"
+# This host's default congestion control (``sysctl net.ipv4.tcp_congestion_control``: bbr; a new network
+# namespace inherits it, as ss shows for iperf3's control connection in probe.py's namespaces).  iperf3
+# sets ``-C`` only on the established stream, so its CUBIC streams keep BBR's SK_PACING_NEEDED and are
+# paced (ovssim.tcp.socket).
+HOST_SYSCTLS = {"net.ipv4.tcp_congestion_control": "bbr"}
 FAST = {("htb", "20mbit"), ("tbf", "20mbit")}      # the --fast subset
 
 
@@ -53,8 +58,8 @@ def scenario(args: dict) -> dict:
         # probe.py leaves the veths' offloads as Linux sets them (TSO on: 64 KB GSO skbs reach the shaper and
         # the receiver whole); the collector's ``tx off`` in local_netns.toml is not applied there
         vm.pop("features", None)
-        if args.get("sysctl"):                      # probe.py --sysctl k=v, set in both namespaces
-            vm["sysctl"] = dict(kv.replace(",", " ").split("=", 1) for kv in args["sysctl"])
+        # the host's default congestion control and probe.py's --sysctl k=v, set in both namespaces
+        vm["sysctl"] = dict(HOST_SYSCTLS, **dict(kv.replace(",", " ").split("=", 1) for kv in args.get("sysctl") or ()))
         if on_sender and vm["name"] == "ns1":      # probe.py's default: the shaper on the sender's own veth
             vm["egress_qdisc"] = shaper(args["shaper"], args["rate"])
         elif not on_sender and vm["name"] == "ns2":
