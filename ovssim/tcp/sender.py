@@ -577,13 +577,17 @@ class TcpSender:
         segs = (size + mss - 1) // mss
         if (q.packets_out and segs < full and (is_tail or size < skb_len)
                 and self._tso_should_defer(cong_win, seq, full)):
-            return -2 if cong_win * mss < self.snd_una + self.snd_wnd - seq else -1
+            # is_cwnd_limited only when the window left is the smaller limit and no larger than the
+            # skb ("1) We are cwnd-limited": cong_win < send_win and cong_win <= skb->len)
+            cong_bytes = cong_win * mss
+            return -2 if cong_bytes < self.snd_una + self.snd_wnd - seq and cong_bytes <= skb_len else -1
         return size
 
     def _tso_should_defer(self, cong_win: int, seq: int, full: int) -> bool:
         """``tcp_tso_should_defer`` (tcp_output.c, Linux 6.18): hold back a part-sized skb, expecting an
         ACK soon to let a bigger one go -- only outside recovery, when the last send was within 1 ms
-        (``tcp_wstamp_ns``), the window left is under a full skb and under a third of
+        (``tcp_wstamp_ns``), the window left (``min(send_win, cong_win)``, whatever the skb's own length)
+        is under a full-sized TSO skb (``full`` segments) and under a third of
         ``min(snd_wnd, cwnd)`` (``tcp_tso_win_divisor`` = 3), and the oldest unacknowledged skb's ACK
         is expected within ``min(srtt / 2, 1 ms)`` (the 6.18 rule, commit "tcp: fix
         tcp_tso_should_defer() vs large RTT"; before: sent at least srtt / 2 ago)."""
@@ -598,6 +602,8 @@ class TcpSender:
         send_win = self.snd_una + self.snd_wnd - seq
         if send_win < limit:
             limit = send_win
+        if limit >= full * mss:              # "If a full-sized TSO skb can be sent, do it."
+            return False
         chunk = self.cwnd * mss
         if self.snd_wnd < chunk:
             chunk = self.snd_wnd

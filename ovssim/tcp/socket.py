@@ -15,12 +15,27 @@ autotuning from the host's ``tcp_wmem``/``tcp_rmem`` (``sysctls``, the endpoint'
 ``tcp_sysctls`` or the kernel defaults; see :mod:`ovssim.tcp.buffers`).  ``cc=None``
 follows the host's ``net.ipv4.tcp_congestion_control``, as iperf3 and netperf do
 without ``-C``/``-K``.
+
+``cc_after_connect``: the application sets ``TCP_CONGESTION`` on the established socket, as iperf3
+does (``iperf_create_streams``, src/iperf_client_api.c: ``setsockopt(TCP_CONGESTION)`` after
+``protocol->connect()``; strace of iperf3 3.12 on this host: ``connect(5, ...)`` then
+``setsockopt(5, SOL_TCP, TCP_CONGESTION, "cubic")``).  The connection was then established under the
+host's default congestion control, whose ``init`` ran at ``tcp_init_transfer``; if that is BBR,
+``bbr_init`` set ``sk_pacing_status = SK_PACING_NEEDED`` and ``tcp_reinit_congestion_control``
+(net/ipv4/tcp_cong.c), which switches to the requested module, leaves it as it is: the new module
+(CUBIC) is paced by TCP itself (``tcp_pacing_check``, ``tcp_update_skb_after_send``) at
+``tcp_update_pacing_rate``'s 120 % (200 % in slow start) of cwnd / srtt.  Measured on this host
+(kernel 6.18, default congestion control bbr, ``iperf3 -C cubic`` through a 100 Mbit/s HTB on a Linux
+bridge's port): the sender's veth transmits one 64 KB skb every 4.2 ms from the pacing timer's
+softirq (trace event net_dev_xmit), 124 Mbit/s = ss's pacing_rate, at most two skbs between two
+ACKs, and in-flight stays at 1900-2170 segments under a cwnd of 2276 while up to 1.2 MB waits
+unsent.
 """
 from __future__ import annotations
 
 from ..packet import ETH_HEADER, IPV4_HEADER, FlowKey, Packet
 from ..sched import call_at
-from .congestion import make_congestion_control
+from .congestion import init_asks_pacing, make_congestion_control
 from .defaults import DELACK, INIT_CWND, SACK, TIMESTAMPS, mss_for_mtu
 from .buffers import ReceiveBuffer, SendBuffer, TcpSysctls
 from .receiver import TcpReceiver
@@ -43,9 +58,11 @@ class TcpSocket:
                  rto_min: float | None = None, send_cost: float = 0.0, recv_cost: float = 0.0,
                  call_cost: float = 0.0, send_byte_cost: float = 0.0, recv_byte_cost: float = 0.0,
                  keep_samples: bool = True, name: str | None = None,
-                 sysctls: TcpSysctls | None = None):
+                 sysctls: TcpSysctls | None = None, cc_after_connect: bool = False):
         self.env = env
         sysctls = sysctls or getattr(endpoint, "tcp_sysctls", None) or TcpSysctls()
+        # the module the connection was established under (see cc_after_connect above)
+        established_under = sysctls.congestion_control if cc is None or cc_after_connect else cc
         if cc is None:
             cc = sysctls.congestion_control
         cc = make_congestion_control(cc)
@@ -77,6 +94,9 @@ class TcpSocket:
                                 limit_output_bytes=sysctls.limit_output_bytes,
                                 kernel=getattr(endpoint, "kernel", None))
         self.sender.sndbuf_auto = snd_auto
+        if not self.sender.pacing and init_asks_pacing(established_under):
+            # sk_pacing_status stays SK_PACING_NEEDED after the switch to ``cc``
+            self.sender.pacing = True
         if getattr(endpoint, "fq_pacing", False):
             # an fq qdisc on this host's device paces every TCP socket by EDT (SK_PACING_FQ):
             # TCP stamps departure times instead of holding packets itself

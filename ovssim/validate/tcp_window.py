@@ -30,6 +30,11 @@ DATA = ROOT / "data" / "local" / "tcp_window"
 CAMPAIGNS = (("", DATA, "24-25 Nov 2026, loaded machine"),
              ("quiet", DATA / "2026-11-27-quiet", "27 Nov 2026, quiet machine (load average 0.06-1.17)"))
 SCENARIO = SCENARIOS / "local_netns.toml"
+# This host's default congestion control (``sysctl net.ipv4.tcp_congestion_control``: bbr; a new network
+# namespace inherits it, as ss shows for iperf3's control connection in probe.py's namespaces).  iperf3
+# sets ``-C`` only on the established stream, so its CUBIC streams keep BBR's SK_PACING_NEEDED and are
+# paced (ovssim.tcp.socket).
+HOST_SYSCTLS = {"net.ipv4.tcp_congestion_control": "bbr"}
 FAST = {("htb", "20mbit"), ("tbf", "20mbit")}      # the --fast subset
 
 
@@ -53,8 +58,8 @@ def scenario(args: dict) -> dict:
         # probe.py leaves the veths' offloads as Linux sets them (TSO on: 64 KB GSO skbs reach the shaper and
         # the receiver whole); the collector's ``tx off`` in local_netns.toml is not applied there
         vm.pop("features", None)
-        if args.get("sysctl"):                      # probe.py --sysctl k=v, set in both namespaces
-            vm["sysctl"] = dict(kv.replace(",", " ").split("=", 1) for kv in args["sysctl"])
+        # the host's default congestion control and probe.py's --sysctl k=v, set in both namespaces
+        vm["sysctl"] = dict(HOST_SYSCTLS, **dict(kv.replace(",", " ").split("=", 1) for kv in args.get("sysctl") or ()))
         if on_sender and vm["name"] == "ns1":      # probe.py's default: the shaper on the sender's own veth
             vm["egress_qdisc"] = shaper(args["shaper"], args["rate"])
         elif not on_sender and vm["name"] == "ns2":
@@ -167,13 +172,27 @@ NOTES = [
     "its ACK-aggregation term is one skb (behind HTB 20 Mbit/s on the sender's veth, quiet: 9-segment skbs, "
     "cwnd 18-22; TCP Small Queues keeps the window at two skbs there, since the sender's own qdisc keeps "
     "them charged to the socket). TBF segments skbs larger than its burst: per-MSS queue and ACKs.",
+    "**`iperf3 -C cubic` is a paced CUBIC here.** This host's default congestion control is bbr and iperf3 "
+    "sets TCP_CONGESTION on the established stream (iperf_create_streams; strace: connect, then setsockopt), "
+    "so bbr_init's SK_PACING_NEEDED stays after the switch and TCP paces CUBIC at tcp_update_pacing_rate's 120 % "
+    "of cwnd/srtt (trace event net_dev_xmit on the sender's veth, 28 Nov, bridge HTB 100 Mbit/s P1: one 64 KB "
+    "skb every 4.2 ms from the pacing timer, at most two skbs between ACKs). The writer refills 1.2-1.3 MB "
+    "each time the buffer is down to 2/3 of 4 MB (every 110 ms); pacing lets in-flight rise only "
+    "(1.2 x cwnd/in-flight - 1) x the ACK rate above the ACKs before the refill is sent, so in-flight swings "
+    "1900-2170 segments (Linux and model) and CUBIC's cwnd stops at 2276 (model 2279) where it is no longer "
+    "used (tcp_is_cwnd_limited; tcp_tso_should_defer marks a flow cwnd-limited only when the window left is "
+    "at most the skb). Unpaced, the model had filled the 4 MB with in-flight data (cwnd 2948, max RTT 340 ms "
+    "against Linux's 263).",
     "**The machine's load moves BBR, not CUBIC.** On the loaded 24-Nov machine Linux's BBR kept 2-3x more "
     "queued (HTB 20 Mbit/s P1 26-40 ms mean RTT against 13 ms quiet; ss cwnd 26-60 against 18-22): ACKs that "
     "reach the sender in batches (softirq and socket-backlog processing delayed by other jobs) each raise "
     "`bbr_update_ack_aggregation`'s extra-ACKed estimate, and the cwnd with it. The model's ACKs are not "
     "batched by a loaded host here (the default profile, no background load), so the loaded campaign's BBR "
     "rows are low and the quiet campaign's are the test of the TCP model.",
-    "**Why rows miss.** CUBIC P4 at 100 Mbit/s: Linux's four flows leave slow start at 16, 681, 704 and "
+    "**Why rows miss.** Shaper on the sender's own veth at 100 Mbit/s (TCP Small Queues): Linux keeps two "
+    "45-segment skbs per flow queued under a cwnd of 139-263, the model's paced cwnd stays at 55-57 (27-segment "
+    "skbs: tcp_cwnd_test's half-cwnd quota), so its queue and RTT are lower (P1 8.3 vs 13.4 ms, P4 33 vs 41 "
+    "ms). CUBIC P4 at 100 Mbit/s: Linux's four flows leave slow start at 16, 681, 704 and "
     "886-1064 (one ACK train, three delay exits); in the model iperf3's stream cookies give every flow an idle "
     "delay_min and three flows' ACK trains end slow start near cwnd 27 (one at 800), so the queue is about half "
     "Linux's. CUBIC HTB 10-20 Mbit/s P1: the quiet runs leave slow start at cwnd 1064-1424 where the model "

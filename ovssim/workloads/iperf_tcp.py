@@ -25,6 +25,10 @@ charged to the endpoints' CPUs; default: the profile's ``app.send_per_packet``
 work on the first stream's core, as iperf3 before 3.16 does it (one thread for all ``-P`` streams;
 default false: a thread per stream, as iperf 2 and iperf3 3.16+).  ``control``: iperf3's control
 connection (default: true for ``tool = "iperf3"``, false for ``iperf``/``iperf2``, which have none).
+``cc_after_connect``: ``-C`` is set on the established stream (default: true for ``tool = "iperf3"``:
+``iperf_create_streams`` calls ``setsockopt(TCP_CONGESTION)`` after ``protocol->connect()``, the server
+on the accepted socket), so the connection starts under the host's default congestion control and a
+BBR default leaves the stream paced whatever ``-C`` names (see :mod:`ovssim.tcp.socket`).
 
 ``control`` is iperf3's set-up (src/iperf_client_api.c, iperf_server_api.c, iperf_api.c): the client
 connects a control connection to the server's port (``iperf_connect``; TCP_NODELAY on both ends) and
@@ -94,6 +98,8 @@ class IperfTcp(Workload):
         Option("stagger", ("stagger",), as_time, "spread of the streams' start times"),
         Option("one_thread", ("one_thread",), as_bool, "true: all streams sent from one thread (iperf3 < 3.16)"),
         Option("cwnd_interval", ("cwnd_interval",), as_time, "how often to sample cwnd (0: never)"),
+        Option("cc_after_connect", ("cc_after_connect",), as_bool, "true: -C is set on the established "
+               "socket, after the host's default congestion control started it (default: true for tool iperf3)"),
         Option("control", ("control",), as_bool, "true: iperf3's control connection and parameter exchange "
                "before the streams connect (default: true for tool iperf3)"),
     ]
@@ -104,7 +110,8 @@ class IperfTcp(Workload):
                  send_cost: float | None = None, recv_cost: float | None = None,
                  call_cost: float | None = None, port: int = IPERF3_PORT,
                  stagger: float = 1e-3, mtu: int | None = None, cwnd_interval: float = 0.01,
-                 omit: float = 0.0, one_thread: bool = False, control: bool = False):
+                 omit: float = 0.0, one_thread: bool = False, control: bool = False,
+                 cc_after_connect: bool = False):
         super().__init__(name)
         if parallel < 1:
             raise ConfigError(f"iperf -P must be >= 1, got {parallel}", key="P", fix="use P = 1 or more")
@@ -113,6 +120,7 @@ class IperfTcp(Workload):
         self.omit = omit
         self.one_thread = one_thread
         self.control = control
+        self.cc_after_connect = cc_after_connect
         self.control_conn = None          # (client, server) sockets of iperf3's control connection
         self.control_log: list[tuple[str, float]] = []
         self.launched_at = 0.0
@@ -142,6 +150,7 @@ class IperfTcp(Workload):
         kw = parse_table(table, cls.OPTIONS, tool="iperf TCP",
                          fixed={"tool": ("iperf", "iperf2", "iperf3"), "proto": ("tcp",)})
         kw.setdefault("control", str(table.get("tool", "")).lower() == "iperf3")
+        kw.setdefault("cc_after_connect", str(table.get("tool", "")).lower() == "iperf3")
         return cls(**kw)
 
     def start(self, ctx: RunContext) -> None:
@@ -158,7 +167,8 @@ class IperfTcp(Workload):
         costs = dict(send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost,
                      send_byte_cost=app.get("send_per_byte", 0.0), recv_byte_cost=app.get("recv_per_byte", 0.0))
         self._stream_opts = dict(cc=self.cc, mtu=self.mtu, mss=self.mss, nodelay=self.nodelay,
-                                 sndbuf=self.window, rcvbuf=self.window, **costs)
+                                 sndbuf=self.window, rcvbuf=self.window, cc_after_connect=self.cc_after_connect,
+                                 **costs)
         self._control_opts = dict(mtu=self.mtu, nodelay=True, **costs)   # -C, -M, -w, -N are the streams'
         self._wakeup = app.get("wakeup", 0.0)
         offsets = np.zeros(self.parallel)
