@@ -317,6 +317,16 @@ class Profile:
         p._dists = {}
         return p
 
+    def with_state(self, state: dict) -> "Profile":
+        """A copy whose ``[state]`` also holds ``state`` (validated), values unchanged: what a calibration
+        evaluates while it fits a profile that will carry that state (its busy share decides which wake-ups
+        the runs pay, :meth:`busy_share`)."""
+        p = Profile.__new__(Profile)
+        p.__dict__.update(self.__dict__)
+        p.state = self._check_state({**self.state, **state}, self.source)
+        p._dists = {}
+        return p
+
     def busy_share(self) -> float:
         """The share of the host's cores busy with other work in this profile's state (1 if not stated)."""
         return float(self.state.get("cpu_busy", 1.0))

@@ -12,6 +12,7 @@ import numpy as np
 from ..data import root as data_root
 from ..fit.calibrate import CalibrationResult, Param, Target, calibrate
 from ..fit.profile_writer import build_profile, data_entry, write_profile
+from ..profile import STATE_KEYS, Profile
 from .compare import Comparison, mean_ci
 from .simulate import Config, MultiConfigModel, Runner
 
@@ -102,7 +103,12 @@ def fit_profile(runner: Runner, settings: Settings, *, name: str, configs: list[
     path = settings.calibration_dir / f"{name}.toml"
     if not settings.fit:
         return path, None
-    model = MultiConfigModel(runner, configs, params, base_profile, reps=settings.fit_reps, seed=4242, tied=tied,
+    # the fit evaluates the profile it writes: with the state it will carry (its busy share decides which
+    # wake-ups the runs pay; without it a fit from "default" would not pay app.idle_wake at all)
+    base = Profile.load(base_profile) if isinstance(base_profile, (str, Path)) else base_profile
+    if state:
+        base = base.with_state({k: v for k, v in state.items() if k in STATE_KEYS})
+    model = MultiConfigModel(runner, configs, params, base, reps=settings.fit_reps, seed=4242, tied=tied,
                              fixed=fixed)
     max_evals = max_evals or settings.max_evals
     res = calibrate(model, params, targets, x0=x0, max_evals=max_evals)
