@@ -51,6 +51,8 @@ SCHEMA: dict[str, str] = {
     "linux_bridge.forward": "dist",
     "patch.translate": "time", "veth.cpu_per_packet": "time", "veth.cpu_per_byte": "time",
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
+    # a long-idle core's way out of its idle state, and how long idle counts as long (ovssim/cpu/pool.py)
+    "host.idle_exit": "dist", "host.idle_exit_after": "time",
     # batching (issue 15): a NAPI poll's fixed cost apart from each frame's and each byte's,
     # software segmentation per segment and per checksummed byte
     "nic.cpu_per_poll": "time", "nic.cpu_per_packet": "time",
@@ -97,13 +99,15 @@ CPU_COSTS: frozenset[str] = frozenset((
 # latency indices.  On this machine they moved by x3 between two quiet evenings of one speed index (Linux-bridge
 # ping 70 us on 24 Nov, 15-45 us on 25 Nov, TCP throughput 3.5 Gbit/s both), so the CPU speed index cannot carry
 # them.
-LATENCIES: frozenset[str] = frozenset(("host.stack_delay", "app.wakeup", "app.idle_wake", "ovs.idle_wake"))
+LATENCIES: frozenset[str] = frozenset(("host.stack_delay", "app.wakeup", "app.idle_wake", "ovs.idle_wake",
+                                       "host.idle_exit"))
 # latency_index: the speed of those wake-ups relative to a reference (reference RTT / this state's RTT of a ping
 # through the simplest path: 1.0 the reference, 2.0 half its latency); ovssim/validate/local.py measured_state.
+# idle_exit_us: the collector's measured idle exit (ovssim/collect/state.py), where the data have one.
 # cpu_busy: the share of the host's cores busy with other work while the data were taken (the collector's
 # cpu_busy of runs whose own tool uses next to no CPU, such as ping): what the netdev thread's wake-up after
 # idling finds (ovssim/path/datapath.py, idle_stall_state); 1 when a profile does not state it
-STATE_KEYS = {"speed_index", "latency_index", "loadavg", "steal_share", "cpu_busy", "data", "note"}
+STATE_KEYS = {"speed_index", "latency_index", "idle_exit_us", "loadavg", "steal_share", "cpu_busy", "data", "note"}
 
 
 def _check_busy_share(busy, source) -> None:

@@ -86,7 +86,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     pmd_hosts = {b["host"] for b in d.get("bridge", []) if b.get("port_type") == "afxdp"}
     for h in d.get("host", []):
         pmd = h["name"] in pmd_hosts
-        topo.hosts[h["name"]] = CpuPool(env, h["cores"] - pmd, h["name"], backlog_limit=backlog)
+        topo.hosts[h["name"]] = CpuPool(env, h["cores"] - pmd, h["name"], backlog_limit=backlog,
+                                        idle_exit=profile.sampler("host.idle_exit", rng(f"{h['name']}.idle_exit")),
+                                        idle_exit_after=profile.time("host.idle_exit_after"))
         pool = topo.hosts[h["name"]]
         if h.get("sched_slice"):
             pool.slice = h["sched_slice"]

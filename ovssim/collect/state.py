@@ -12,6 +12,8 @@ before and after every campaign, how fast the host was at the time:
   the cores as a real workload's packets do (an idle core halted, a busy one running another task): the
   wake-up latencies the hot ping-pong never pays, which moved by x3 between two quiet evenings of one speed
   index on this machine.  Reported (median of the repeats' mean RTT, microseconds), not part of the index.
+  Less the hot ping-pong's time per exchange it is the **idle exit** (``idle_exit_us``): what a core idle
+  for a tick or more adds before its next work (profile ``host.idle_exit``, :mod:`ovssim.cpu.pool`).
 * **CPU loop rate**: SHA-256 over a fixed 1 MiB buffer (OpenSSL's C code through :mod:`hashlib`,
   independent of the Python version), timed by the wall clock so a shared core shows as a slower host.
 * **memory copy rate**: MiB/s of copying a 64 MiB buffer (a C ``memmove``, far beyond any cache), timed by
@@ -181,6 +183,15 @@ def spread(values: list[float]) -> dict:
             "values": [round(v, 1) for v in values]}
 
 
+def idle_exit_us(bench: dict) -> float | None:
+    """The spaced ping's RTT less the hot ping-pong's time per exchange (microseconds, >= 0): the latency a
+    core idle for 10 ms adds to the same work.  None where either was not measured (campaigns before 27 Nov)."""
+    rtt, rate = bench.get("veth_ping_rtt_us"), bench.get("veth_pingpong_per_s")
+    if not rtt or not rate or not rate.get("median"):
+        return None
+    return max(0.0, rtt["median"] - 1e6 / rate["median"])
+
+
 def speed_index(bench: dict) -> float:
     """Geometric mean of the benchmark medians relative to :data:`REFERENCE` (1.0: the reference host)."""
     ratios = [bench[k]["median"] / ref for k, ref in REFERENCE.items() if k in bench]
@@ -211,6 +222,7 @@ def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = 
         "benchmark_seconds": round(time.perf_counter() - t0, 2),
         "benchmark": bench,
         "speed_index": round(speed_index(bench), 4),
+        "idle_exit_us": round(idle_exit_us(bench), 1),
         "loadavg": [round(x, 2) for x in load],
         "steal_share": round((s1[0] - s0[0]) / (s1[1] - s0[1]), 4) if s1[1] > s0[1] else 0.0,
         "cpu_mhz": cpu_frequency_mhz(),
@@ -228,7 +240,8 @@ def describe(state: dict) -> str:
     mhz = f", {state['cpu_mhz']:.0f} MHz" if state.get("cpu_mhz") else ""
     return (f"speed index {state['speed_index']:.3f} (veth ping-pong {p['median']:,.0f}/s "
             f"±{50 * p['rel_spread']:.0f}%, CPU loop {c['median']:,.0f} MiB/s ±{50 * c['rel_spread']:.0f}%)"
-            + (f", spaced ping {b['veth_ping_rtt_us']['median']:.0f} us" if "veth_ping_rtt_us" in b else "")
+            + (f", spaced ping {b['veth_ping_rtt_us']['median']:.0f} us (idle exit {idle_exit_us(b):.0f} us)"
+               if "veth_ping_rtt_us" in b else "")
             + (f", memory copy {b['memcpy_mib_per_s']['median']:,.0f} MiB/s ±{50 * b['memcpy_mib_per_s']['rel_spread']:.0f}%"
                if "memcpy_mib_per_s" in b else "") + ", "
             f"load {' '.join(f'{x:.2f}' for x in state['loadavg'])}, steal {100 * state['steal_share']:.1f}%{mhz}")

@@ -27,6 +27,9 @@ SCHED_FACTOR_MAX_CPUS = 8           # get_update_sysctl_factor: cpus = min(num_o
 MAX_SOFTIRQ_TIME = 2e-3             # kernel/softirq.c
 NETDEV_MAX_BACKLOG = 1000           # net/core/dev.c
 NETDEV_BUDGET = 300                 # net/core/dev.c netdev_budget: packets per net_rx_action round
+# a core idle this long has stopped its tick (kernel/time/tick-sched.c, NOHZ idle) and, in a KVM guest,
+# halted long enough for the host to schedule its vCPU out: one jiffy at CONFIG_HZ=250 (this machine)
+IDLE_EXIT_AFTER = 4e-3
 CONTEXT_SWITCH = 2e-6               # direct cost of switching threads on a core (lmbench lat_ctx order)
 
 

@@ -265,8 +265,8 @@ def build_profile(*, name: str, params: dict, data_files=(), command: str | None
 
 def machine_state_of(data_files) -> dict:
     """The profile's ``[state]``: the collector's machine state of the campaigns ``data_files`` lie in
-    (``metadata.json`` ``machine_state`` of the file's directory or a parent): the mean speed index and
-    load of every before/after measurement; ``{}`` when none was measured (data collected before
+    (``metadata.json`` ``machine_state`` of the file's directory or a parent): the mean speed index,
+    load and (where the spaced ping was measured) idle exit of every before/after measurement; ``{}`` when none was measured (data collected before
     25 Nov 2026, seeds' tables)."""
     import json
     found: dict[str, list] = {}
@@ -286,7 +286,10 @@ def machine_state_of(data_files) -> dict:
     if not found:
         return {}
     every = [st for sts in found.values() for st in sts]
-    return {"speed_index": round(float(np.mean([st["speed_index"] for st in every])), 4),
+    from ..collect.state import idle_exit_us
+    exits = [x for x in (idle_exit_us(st.get("benchmark") or {}) for st in every) if x is not None]
+    extra = {"idle_exit_us": round(float(np.mean(exits)), 1)} if exits else {}
+    return {**extra, "speed_index": round(float(np.mean([st["speed_index"] for st in every])), 4),
             "loadavg": [round(float(x), 2) for x in np.mean([st["loadavg"] for st in every], axis=0)],
             "steal_share": round(float(np.mean([st["steal_share"] for st in every])), 4),
             "data": [os.path.relpath(d) for d in found],

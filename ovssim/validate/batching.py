@@ -27,7 +27,7 @@ from ..fit.profile_writer import machine_state_of
 from ..profile import Profile
 from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, shown
 from .compare import Comparison, mean_ci
-from .local import METRICS, WORKLOADS, _config, load_measured
+from .local import METRICS, WORKLOADS, _config, idle_exit_spec, load_measured
 from .simulate import Runner
 
 QUIET = ROOT / "data" / "local" / "2026-11-27-quiet"     # collected on an idle machine (speed index ~0.93)
@@ -238,14 +238,18 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
                 if index:
                     c.scenario["scenario"]["speed_index"] = index
                 cfgs.append(c)
-        sims = runner.run(cfgs, str(profile), reps=settings.reps, seed=2026)
+        exit_us = state.get("idle_exit_us")       # measured by the collector: the day's own idle exit
+        sims = runner.run(cfgs, str(profile), reps=settings.reps, seed=2026,
+                          overrides={"host.idle_exit": idle_exit_spec(exit_us * 1e-6)} if exit_us is not None else None)
         _rows(tb, df, cfgs, sims, name, lambda c, wl: "in-sample" if estimated and (c.label, wl) == INDEX_ROW
               else "held-out")
         tb.notes.append(f"{name} ({shown(d)}): simulated at its speed index {index} (every CPU cost of the profile "
                         f"x {own} / {index})" + (
                             ", estimated: no machine state was measured (collected before the collector measured "
                             "it), so the index is the Linux bridge's offloads-off TCP throughput over the fit "
-                            "data's, and that row is in-sample" if estimated else "") + ".")
+                            "data's, and that row is in-sample" if estimated else "")
+                        + (f"; host.idle_exit {exit_us} us, as the collector measured it" if exit_us is not None
+                           else "") + ".")
     tb.split = (f"Fitted: two parameters on the two 128 KiB rows of {shown(fit_data)} (quiet machine): "
                 "`app.send_per_call` on offloads on, `gso.cpu_per_segment` on offloads off.  Measured there, not "
                 "fitted: the socket copies per byte (`app.send_per_byte` = `app.recv_per_byte`, the per-byte part of "

@@ -127,8 +127,8 @@ def fitted_row(key: tuple, workload: str) -> bool:
     """Whether a row of a day's own data is one its profiles were fitted on (``fit_state``)."""
     return key in FIT_KEYS or (key == CHAIN_FIT_KEY and workload in CHAIN_FIT_WORKLOADS)
 # starting points of stage 1 (a shorter search): near a first fit of each state
-X0_QUIET = {"ovs.stats:scale": 4.6e-6, "vif.container-veth.cpu_per_packet": 0.24e-6, "host.stack_delay:scale": 30e-6,
-            "ovs.latency": 45e-6, "linux_bridge.forward:scale": 0.3e-6, "app.idle_wake": 4e-6}
+X0_QUIET = {"ovs.stats:scale": 4.6e-6, "vif.container-veth.cpu_per_packet": 0.24e-6, "host.stack_delay:scale": 9e-6,
+            "ovs.latency": 45e-6, "linux_bridge.forward:scale": 0.3e-6, "app.idle_wake": 26e-6}
 X0_BUSY = {"ovs.stats:scale": 17.5e-6, "vif.container-veth.cpu_per_packet": 0.55e-6, "host.stack_delay:scale": 20e-6,
            "ovs.latency": 130e-6, "linux_bridge.forward:scale": 1.4e-6, "app.wakeup": 1e-6}
 
@@ -154,6 +154,35 @@ def _linux_tcp(d: pd.DataFrame) -> float:
 REFERENCE_PING = 70.1e-6
 LATENCY_NOTE = ("; latency_index estimated: 70.1 us (the quiet 24-Nov Linux bridge's 1-bridge ping mean) over "
                 "this day's")
+
+
+# the campaign whose collector measured the idle exit (ovssim/collect/state.py) beside a Linux-bridge ping
+IDLE_EXIT_DATA = ROOT / "data" / "local" / "2026-11-27-quiet" / "local-offloads"
+
+
+# the spread of a long-idle core's exit: spaced veth pings (every 10 ms, 28 Nov) had a mean deviation of 10 us
+# around a mean of 55 us, min 29 and max 89 us -- a lognormal of shape 0.25 over the ~46 us exit
+IDLE_EXIT_SHAPE = 0.25
+
+
+def idle_exit_spec(mean: float) -> dict:
+    """``host.idle_exit`` as a profile value: lognormal of shape :data:`IDLE_EXIT_SHAPE` with mean ``mean`` (s)."""
+    return {"dist": "lognorm", "s": IDLE_EXIT_SHAPE,
+            "scale": f"{mean / np.exp(IDLE_EXIT_SHAPE ** 2 / 2) * 1e6:.4g}us"}
+
+
+def idle_exit_of(state: dict) -> tuple[float, str]:
+    """``host.idle_exit`` (s) for a day of ``state``, and where it comes from: the collector's measurement
+    where the day's campaign has one, else the one of :data:`IDLE_EXIT_DATA` moved to the day's latency index
+    (it is a wake-up latency, :data:`ovssim.profile.LATENCIES`): measured x that campaign's index / the day's."""
+    if state.get("idle_exit_us") is not None:
+        return state["idle_exit_us"] * 1e-6, "measured by the collector's spaced veth ping (ovssim/collect/state.py)"
+    from ..fit.profile_writer import machine_state_of
+    ref = machine_state_of([IDLE_EXIT_DATA / "results.csv.gz"])
+    ref_index = REFERENCE_PING / _linux_ping(load_measured(IDLE_EXIT_DATA))
+    value = ref["idle_exit_us"] * 1e-6 * ref_index / state["latency_index"]
+    return value, (f"estimated: {ref['idle_exit_us']:.1f} us measured on {shown(IDLE_EXIT_DATA)} (latency index "
+                   f"{ref_index:.3f}) moved to this day's latency index {state['latency_index']:.3f}")
 
 
 def _linux_ping(d: pd.DataFrame) -> float:
@@ -232,12 +261,14 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
               # the reader's wake-up: on a quiet machine an idle core's (app.idle_wake, paid with the idle share,
               # so a busy state does not pay it), on a busy one a running core's (app.wakeup)
               Param.parse("app.wakeup=0.1us..60us" if state["cpu_busy"] > 0.5 else "app.idle_wake=0.1us..60us")]
+    idle_exit, idle_src = idle_exit_of(state)
     host = fit_profile(runner, settings, name=host_name, configs=fit_cfgs, params=params, targets=targets,
-                       data_files=data_files, state=state,
+                       data_files=data_files, state=state, fixed={"host.idle_exit": idle_exit_spec(idle_exit)},
                        description=f"This machine's namespace testbed ({title}; 2 shared cores; OVS 3.1 netdev "
                                    "datapath and Linux bridge): fitted on single-bridge unshaped runs only",
                        method_note="targets: iperf3 TCP throughput and qperf tcp_lat RTT of the 1-bridge, "
                                    "qdisc=none runs of OVS and Linux bridge, and the Linux bridge's ping mean; "
+                                   f"host.idle_exit fixed: mean {idle_exit * 1e6:.1f} us, {idle_src}; "
                                    "sigma = std/sqrt(n) of the runs",
                        x0=X0_BUSY if state["cpu_busy"] > 0.5 else X0_QUIET, max_evals=54)
     # -- stage 2: the netdev thread's wake-up after idling, on the 1-bridge OVS ping mean, stage 1 fixed ------

@@ -36,6 +36,27 @@ def test_the_memory_copy_rate_is_a_real_rate_and_described_only_where_measured()
     assert state.speed_index(new["benchmark"]) == state.speed_index(bench)   # reported, not in the index
 
 
+def test_the_idle_exit_is_the_spaced_ping_less_the_hot_exchange_and_absent_where_unmeasured():
+    """27 Nov (data/local/2026-11-27-quiet/local-offloads, before): spaced ping 54 us, ping-pong 133,333/s
+    (7.5 us per exchange): idle exit 46.5 us.  Campaigns without the spaced ping have none."""
+    bench = {"veth_pingpong_per_s": state.spread([133_333.3]), "veth_ping_rtt_us": state.spread([54.0])}
+    assert state.idle_exit_us(bench) == pytest.approx(54.0 - 7.5, abs=0.01)
+    assert "idle exit 46 us" in state.describe({"speed_index": 1.0, "benchmark": {
+        **bench, "cpu_sha256_mib_per_s": state.spread([1e3])}, "loadavg": [0, 0, 0], "steal_share": 0.0})
+    assert state.idle_exit_us({"veth_pingpong_per_s": state.spread([1e5])}) is None
+    hot = {"veth_pingpong_per_s": state.spread([1e5]), "veth_ping_rtt_us": state.spread([5.0])}
+    assert state.idle_exit_us(hot) == 0.0          # never negative
+
+
+def test_a_campaigns_idle_exit_reaches_the_profile_state():
+    from pathlib import Path
+    from ovssim.fit.profile_writer import machine_state_of
+    root = Path(__file__).resolve().parents[2] / "data" / "local"
+    st = machine_state_of([root / "2026-11-27-quiet" / "local-offloads" / "results.csv.gz"])
+    assert st["idle_exit_us"] == pytest.approx(((54 - 1e6 / 133_333.3) + (58 - 1e6 / 106_951.9)) / 2, abs=0.1)
+    assert "idle_exit_us" not in machine_state_of([root / "2026-11-25-quiet" / "local-offloads" / "results.csv.gz"])
+
+
 def _ours():
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [ln.split()[0] for ln in out.splitlines() if ln.startswith(f"{state.NS_PREFIX}{os.getpid()}")]
