@@ -84,6 +84,9 @@ class CpuPool:
         self._free_now = [0.0] * cores    # when each core finishes the work booked at its arrival time
         self._ahead_arrival = [-1.0] * cores    # latest arrival among each core's booked-ahead work (or above)
         self.senders = 0                  # their sum (serve asks on every unkeyed call)
+        # a datagram being carried through the softirq work of its sending task (SenderContext): [key, done]
+        # while open -- serve() raises done for the work of that key -- else None
+        self.tx_ctx = None
 
     # --- softirq / keyed work -------------------------------------------------------------
     def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None,
@@ -156,6 +159,9 @@ class CpuPool:
                 self.deferred += 1
                 self.busy[core] += work
                 self.jobs += 1
+                ctx = self.tx_ctx
+                if ctx is not None and key == ctx[0] and done > ctx[1]:
+                    ctx[1] = done
                 return done
         if start > t:
             insort(starts, start)
@@ -176,6 +182,9 @@ class CpuPool:
             self._free_now[core] = done
         self.busy[core] += work
         self.jobs += 1
+        ctx = self.tx_ctx
+        if ctx is not None and key == ctx[0] and thread is None and done > ctx[1]:
+            ctx[1] = done             # the sending task's own softirq work for its datagram (SenderContext)
         return done
 
     @staticmethod

@@ -15,7 +15,9 @@
   read over the same time) and, with ``-v``, ``msg_rate`` (datagrams read per second):
   here ``send_bw`` and ``recv_bw`` in Mbit/s, ``msg_rate`` in 1/s.  The sender goes as fast
   as its ``send()`` (profile ``app.send_per_packet``) and, for a sender sharing the host's
-  kernel (a container), the softirq work each datagram takes on its core allow.  The
+  kernel (a container), the softirq work its own datagram takes on its CPU allow -- up to the
+  first queue another task drains (:meth:`~ovssim.workloads.udp.IperfUdp._carry`): it never
+  waits for the path, whose excess is dropped where the kernel drops it.  The
   server's socket receive buffer (``net.core.rmem_default``, see :mod:`ovssim.workloads.udp`)
   drops what a slower reader (``app.recv_per_packet``) leaves queued beyond it, so ``recv_bw``
   falls below ``send_bw`` there and where the path drops.  Not modelled: the UDP socket's

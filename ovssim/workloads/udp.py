@@ -129,11 +129,11 @@ class IperfUdp(Workload):
         self.abs_diff = MeanAbsDiff()  # |D| block means for jitter_mean, bounded too
         self.stage_samples: dict[str, list] = {}
         # run to completion (the source shares the host's kernel: Endpoint.inline_tx): the next sendto()
-        # waits for the flow's core to finish this datagram's softirq work -- (free times, core) or None
+        # waits for this datagram's own softirq work (see _carry) -- the open context [key, done], or None
         cpu = ctx.src.cpu
-        self._rtc = (cpu.free, self.send_key % cpu.cores) if getattr(ctx.src, "inline_tx", False) else None
+        self._rtc = [self.send_key, 0.0] if getattr(ctx.src, "inline_tx", False) else None
         if self._rtc is not None:
-            cpu.add_sender(self._rtc[1])
+            cpu.add_sender(self.send_key % cpu.cores)
         self.send_cost = ctx.extra.get("app", {}).get("send_per_packet", 0.0)
         # on a host that schedules threads, the sending tool is one (ovssim.cpu), first on its flow's core
         self.send_thread = cpu.app_thread("udp-send", self.send_key) if cpu is not None else None
@@ -173,10 +173,16 @@ class IperfUdp(Workload):
                 nxt = done
         self.sent = seq + 1
         src.sent += 1                  # src.send(pkt), inlined
-        src.out.put(pkt)
         rtc = self._rtc
-        if rtc is not None and rtc[0][rtc[1]] > nxt:
-            nxt = rtc[0][rtc[1]]
+        if rtc is None:
+            src.out.put(pkt)
+        else:                          # _carry(pkt), inlined: the datagram's softirq work on this task's CPU
+            rtc[1] = 0.0
+            cpu.tx_ctx = rtc
+            src.out.put(pkt)
+            cpu.tx_ctx = None
+            if rtc[1] > nxt:
+                nxt = rtc[1]
         # call_at(env, nxt, self._send) with the timer's own Call, which has just fired:
         # the same heap entry SimPy would get, without a new object per datagram
         if timer is None:
@@ -185,6 +191,47 @@ class IperfUdp(Workload):
         else:
             timer.callbacks = FIRE
             schedule(env, nxt, timer)
+
+    def _carry(self, pkt) -> float:
+        """Hand ``pkt`` to the endpoint's device; return when the sending task's CPU is done with it.
+
+        An endpoint sharing the host's kernel (``inline_tx``: a container's veth, bare metal) carries its
+        datagram through softirq work on the sending task's own CPU before ``sendto()`` returns:
+        ``udp_sendmsg`` -> ``ip_finish_output2`` -> ``__dev_queue_xmit`` (net/core/dev.c) -> ``veth_xmit``
+        (drivers/net/veth.c), which orphans the skb (``__dev_forward_skb`` -> ``skb_scrub_packet``: the
+        socket's ``sk_wmem_alloc`` charge ends there, so a UDP socket's send buffer never fills behind a
+        veth) and queues it on this CPU's backlog (``__netif_rx`` -> ``enqueue_to_backlog``, dropped past
+        ``netdev_max_backlog``) -- or, with an XDP program on the peer, its ``ptr_ring`` and NAPI; the
+        ``local_bh_enable`` that ends ``__dev_queue_xmit`` runs the backlog at once (``net_rx_action`` ->
+        ``process_backlog`` -> ``__netif_receive_skb``).  That softirq pass goes as far as the first
+        queue another task drains: an AF_PACKET socket (``packet_rcv``, net/packet/af_packet.c: OVS's
+        userspace datapath reads it; dropped when ``sk_rcvbuf`` is full), an AF_XDP rx ring (the PMD
+        polls it; dropped when full), or through the kernel datapath or a Linux bridge and the peer veth
+        to the receiving socket (``udp_rcv`` -> ``__udp_enqueue_schedule_skb``, net/ipv4/udp.c; dropped
+        when its ``sk_rcvbuf`` is full).  Nothing in it waits for the path: ``sendto()`` returns whether
+        the datagram was queued or dropped, so the sender is paced by its own CPU alone, never by what
+        the path delivers.
+
+        Here: the work that the packet's elements charge, synchronously, to this flow's key on the
+        host's :class:`~ovssim.cpu.pool.CpuPool` while the context is open (``CpuPool.tx_ctx``); an element
+        that hands the packet to another thread closes it (OVS's netdev datapath, whose thread reads
+        the AF_PACKET socket; an AF_XDP ring is polled later, from an event of its own).  The work of
+        other tasks on the same core (the receiver's ``recvmsg``, ovs-vswitchd's pass) does not hold the
+        next ``sendto()`` back unless it occupies the core when that ``sendto()`` needs it.
+        """
+        src = self.src
+        rtc = self._rtc
+        if rtc is None:
+            src.out.put(pkt)
+            return 0.0
+        cpu = src.cpu
+        rtc[1] = 0.0
+        cpu.tx_ctx = rtc
+        try:
+            src.out.put(pkt)
+        finally:
+            cpu.tx_ctx = None
+        return rtc[1]
 
     def _received(self, pkt) -> None:
         now = self.env._now
@@ -315,13 +362,12 @@ class Iperf3Udp(IperfUdp):
             pkt.t = done
         self.sent = seq + 1
         src.sent += 1
-        src.out.put(pkt)
+        soft = self._carry(pkt)
         green = now > t0 and (seq + 1) * self.length * 8 < self.rate_bps * (now - t0)
         self.at_tick = not green          # green light: the next sendto() right away
         at = done if green else self._next_tick(now)
-        rtc = self._rtc
-        if rtc is not None and rtc[0][rtc[1]] > at:
-            at = rtc[0][rtc[1]]           # run to completion: this datagram's softirq work first
+        if soft > at:
+            at = soft                     # run to completion: this datagram's softirq work first
         self._arm(timer, at)
 
     def _next_tick(self, now: float) -> float:
