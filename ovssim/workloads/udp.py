@@ -15,6 +15,11 @@ queued on the socket, charged its skb truesize, unless ``sk_rmem_alloc`` already
 is dropped (UDP ``RcvbufErrors``, counted as loss); ``recvmsg`` releases the charge.  It fills only when
 the reader's ``recv()`` (profile ``app.recv_per_packet``) is slower than the datagrams arrive.
 
+A datagram larger than the sender's MTU (``-l``/``-m`` above 1472 bytes at MTU 1500; qperf udp_bw's default
+32 KiB) leaves as IP fragments (:func:`ip_fragments`), each a frame of its own through the path, and counts
+as received only when the receiver has reassembled all of them (:class:`Reassembly`): one fragment dropped
+anywhere loses the datagram.
+
 ``jitter_mean`` is the steady-state estimate of the jitter iperf reports: J is an
 exponentially weighted mean of |D| (gain 1/16), so once the stream is stationary
 E[J] = E[|D|], and the mean of |D| over the whole run (after MSER-5 warm-up deletion,
@@ -46,7 +51,7 @@ from .. import units
 from ..errors import ConfigError
 from ..metrics import DelayStats, JitterEstimator
 from ..steady import MeanAbsDiff
-from ..packet import FlowKey, Packet, udp_frame_size
+from ..packet import ETH_HEADER, IPV4_HEADER, UDP_HEADER, FlowKey, Packet, udp_frame_size
 from ..path.afpacket import SockBuf, truesize
 from ..path.cpu import conn_key
 from ..sched import FIRE, call_at, schedule
@@ -54,6 +59,77 @@ from ..tcp.defaults import RMEM_DEFAULT
 from .base import Metric, RunContext, Workload
 
 IPERF_PORT = 5001
+IPFRAG_HIGH_THRESH = 4 * 1024 * 1024   # net.ipv4.ipfrag_high_thresh (default 4 MiB)
+IPFRAG_TIME = 30.0                     # net.ipv4.ipfrag_time: an incomplete datagram's queue lives 30 s
+
+
+def ip_fragments(datagram: int, mtu: int = 1500) -> tuple[int, ...] | None:
+    """L2 frame sizes of the IPv4 fragments of a UDP datagram of ``datagram`` payload bytes at ``mtu``, or
+    None when it fits one frame.  A UDP socket builds a datagram larger than the device's MTU as a chain of
+    fragment skbs (``__ip_append_data``, net/ipv4/ip_output.c; no UFO since Linux 4.14), each but the last
+    carrying ``(mtu - 20) & ~7`` bytes of the IP payload (UDP header + data): 1480 at MTU 1500, so a
+    32768-byte datagram is 23 frames, 22 of 1514 bytes."""
+    ip_payload = datagram + UDP_HEADER
+    if ip_payload + IPV4_HEADER <= mtu:
+        return None
+    per = (mtu - IPV4_HEADER) & ~7
+    n, last = divmod(ip_payload, per)
+    sizes = [per + IPV4_HEADER + ETH_HEADER] * n
+    if last:
+        sizes.append(last + IPV4_HEADER + ETH_HEADER)
+    return tuple(sizes)
+
+
+class Reassembly:
+    """The receiver's IPv4 reassembly of one flow's fragmented datagrams (``ip_defrag``, net/ipv4/ip_fragment.c).
+
+    A datagram is complete when all its ``len(sizes)`` fragments have arrived; one lost fragment loses it
+    (its queue waits ``ipfrag_time``, 30 s, then is freed: ``IpReasmFails``).  Queued fragments are charged
+    their skb truesize to the namespace's fragment memory; above ``ipfrag_high_thresh`` (4 MiB) every
+    arriving fragment is dropped (``inet_frag_find`` finds no queue: net/ipv4/inet_fragment.c) until
+    timeouts free memory -- so a path that drops fragments at random can stall reassembly altogether.
+    ``truesize``: the reassembled skb's (``ip_frag_reasm`` adds every fragment's), which the UDP socket's
+    receive buffer is charged."""
+
+    __slots__ = ("n", "truesize", "pending", "mem", "high_thresh", "timeout", "fails", "refused", "_ts")
+
+    def __init__(self, sizes: tuple[int, ...], *, high_thresh: int = IPFRAG_HIGH_THRESH,
+                 timeout: float = IPFRAG_TIME):
+        self.n = len(sizes)
+        self._ts = {sz: truesize(sz) for sz in set(sizes)}
+        self.truesize = sum(self._ts[sz] for sz in sizes)
+        self.pending: dict[int, list] = {}   # seq -> [fragments arrived, bytes charged, first arrival]
+        self.mem = 0
+        self.high_thresh = high_thresh
+        self.timeout = timeout
+        self.fails = 0                       # queues timed out incomplete (IpReasmFails)
+        self.refused = 0                     # fragments dropped above high_thresh
+
+    def add(self, pkt, t: float) -> bool:
+        """Fragment ``pkt`` arrives at ``t``; True when it completes its datagram."""
+        if self.mem > self.high_thresh:
+            self._expire(t)
+            if self.mem > self.high_thresh:
+                self.refused += 1
+                return False
+        q = self.pending.get(pkt.seq)
+        ts = self._ts[pkt.size]
+        if q is None:
+            q = self.pending[pkt.seq] = [0, 0, t]
+        q[0] += 1
+        q[1] += ts
+        self.mem += ts
+        if q[0] < self.n:
+            return False
+        del self.pending[pkt.seq]
+        self.mem -= q[1]
+        return True
+
+    def _expire(self, t: float) -> None:
+        old = [seq for seq, q in self.pending.items() if t - q[2] >= self.timeout]
+        for seq in old:
+            self.mem -= self.pending.pop(seq)[1]
+            self.fails += 1
 
 
 class _Server:
@@ -118,6 +194,9 @@ class IperfUdp(Workload):
         self.gap = self.length * 8.0 / self.rate_bps
         self.send_key = conn_key(self.flow)            # the client's core: its connection's (run to completion)
         self.size = udp_frame_size(self.length)
+        # a datagram above the sender's MTU leaves as IP fragments, reassembled by the receiver (or None)
+        frags = ip_fragments(self.length, getattr(ctx.src, "mtu", 1500) or 1500)
+        self._frag = None if frags is None else (frags, Reassembly(frags))
         self.sent = 0
         self.rx = 0
         self.rx_bytes = 0
@@ -174,7 +253,11 @@ class IperfUdp(Workload):
         self.sent = seq + 1
         src.sent += 1                  # src.send(pkt), inlined
         rtc = self._rtc
-        if rtc is None:
+        if self._frag is not None:
+            soft = self._carry(pkt)
+            if soft > nxt:
+                nxt = soft
+        elif rtc is None:
             src.out.put(pkt)
         else:                          # _carry(pkt), inlined: the datagram's softirq work on this task's CPU
             rtc[1] = 0.0
@@ -222,25 +305,45 @@ class IperfUdp(Workload):
         src = self.src
         rtc = self._rtc
         if rtc is None:
-            src.out.put(pkt)
+            self._put(pkt)
             return 0.0
         cpu = src.cpu
         rtc[1] = 0.0
         cpu.tx_ctx = rtc
         try:
-            src.out.put(pkt)
+            self._put(pkt)
         finally:
             cpu.tx_ctx = None
         return rtc[1]
 
+    def _put(self, pkt) -> None:
+        """The datagram onto the wire: one frame, or its IP fragments one after another (each through
+        ``ip_finish_output2`` and the device on its own, the sender's softirq work repeated per fragment),
+        all with the datagram's sequence number and payload size (the receiver counts a reassembled one)."""
+        frag = self._frag
+        out = self.src.out
+        if frag is None:
+            out.put(pkt)
+            return
+        t, created, seq, flow, length, tos, stamps = (pkt.t, pkt.created, pkt.seq, pkt.flow, pkt.payload, pkt.tos,
+                                                      pkt.stamps)
+        for size in frag[0]:
+            f = Packet(flow, size, created, length, seq, None, 0, tos)
+            f.t = t
+            f.stamps = None if stamps is None else dict(stamps)
+            out.put(f)
+
     def _received(self, pkt) -> None:
         now = self.env._now
         t = pkt.t if pkt.t > now else now
+        frag = self._frag
+        if frag is not None and not frag[1].add(pkt, t):
+            return                         # a fragment queued for reassembly (or dropped there)
         cpu = self.dst.cpu
         recv = self._recv
         if recv[0] and cpu is not None:
             sock = recv[2]
-            size = truesize(pkt.size)
+            size = truesize(pkt.size) if frag is None else frag[1].truesize
             if not sock.charge(t, size):
                 return                     # the socket's receive buffer is full: a drop
             done = cpu.serve(t if t > recv[1] else recv[1], recv[0], None)

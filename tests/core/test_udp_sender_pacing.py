@@ -109,3 +109,68 @@ def test_afxdp_udp_bw_conserves_datagrams_and_sender_is_not_paced_by_the_path(po
     assert wl.rx + sum(drops.values()) == wl.sent, drops
     m = {x.name: x.value for x in wl.metrics()}
     assert m["send_bw"] > 1500
+
+
+# -- datagrams above the MTU: IP fragments, reassembled by the receiver ------------------------------------
+
+def test_ip_fragments_of_a_datagram():
+    from ovssim.workloads.udp import ip_fragments
+    assert ip_fragments(1472) is None                       # 1472 + 8 + 20 = 1500: one frame
+    assert ip_fragments(1473) == (1514, 35)                 # 1481 bytes of IP payload: 1480 + 1
+    f = ip_fragments(32768)                                 # qperf udp_bw's default message
+    assert len(f) == 23 and f[:22] == (1514,) * 22 and f[22] == 32776 - 22 * 1480 + 34
+    assert len(ip_fragments(32000)) == 22                   # qperf -m 32k: this machine counted 22 (IpFragCreates / FragOKs)
+    assert ip_fragments(9000, mtu=9000) == (9010, 66)           # 8976 = (9000 - 20) & ~7, then 32
+
+
+def test_fragmented_datagrams_are_reassembled_and_counted_once():
+    wl, cpu = _stream(latency=5e-6, recv_cost=0.0)          # 1400 B: one frame
+    assert wl._frag is None
+    env = simpy.Environment()
+    cpu = CpuPool(env, 2, "host")
+    dst = Endpoint(env, "b", None, cpu=cpu, inline_tx=True)
+
+    class Count:
+        def __init__(self, out):
+            self.out, self.n = out, 0
+
+        def put(self, pkt):
+            self.n += 1
+            assert pkt.size <= 1514
+            self.out.put(pkt)
+
+    wire = Count(dst)
+    veth = VifBackend(env, "container-veth", cpu, delay=Sampler(0.0, np.random.default_rng(2)),
+                      cpu_per_packet=0.5e-6, cpu_per_byte=0.0, out=wire, lookahead=True, frees_skb=True)
+    src = Endpoint(env, "a", veth, cpu=cpu, inline_tx=True)
+    wl = make_workload({"tool": "qperf", "test": "udp_bw", "m": "32000b", "t": f"{SECS}s"})
+    wl.start(RunContext(env, src, dst, SECS, rng_factory(1, 0),
+                        extra={"app": {"send_per_packet": 2e-6, "recv_per_packet": 1e-6}}))
+    run_until(env, SECS + 0.5)
+    assert wire.n == 22 * wl.sent                           # every datagram as 22 frames
+    # paced by its own CPU: one sendto() and 22 veth crossings per datagram
+    assert wl.sent == pytest.approx(SECS / (2e-6 + 22 * 0.5e-6), rel=0.02)
+    assert wl.rx + wl._recv[2].drops == wl.sent and wl.rx > 0
+    assert wl.rx_bytes == 32000 * wl.rx
+    assert not wl._frag[1].pending and wl._frag[1].mem == 0
+
+
+def test_a_lost_fragment_loses_its_datagram_and_holds_reassembly_memory():
+    from ovssim.packet import FlowKey, Packet
+    from ovssim.workloads.udp import Reassembly, ip_fragments
+    sizes = ip_fragments(32000)
+    r = Reassembly(sizes, high_thresh=200_000, timeout=30.0)
+    flow = FlowKey("a", "b", 1, 2, "udp")
+    frags = lambda seq: [Packet(flow, s, 0.0, 32000, seq) for s in sizes]
+    # datagram 0 complete; datagram 1 misses its last fragment
+    assert [r.add(p, 0.0) for p in frags(0)] == [False] * 21 + [True]
+    assert not any(r.add(p, 0.0) for p in frags(1)[:-1])
+    assert list(r.pending) == [1] and r.mem == 21 * 2304
+    # memory above ipfrag_high_thresh: every fragment is dropped until the incomplete queues time out
+    for seq in range(2, 6):
+        for p in frags(seq)[:-1]:
+            r.add(p, 1.0)
+    assert r.mem > 200_000 and r.refused > 0
+    assert not any(r.add(p, 2.0) for p in frags(9))
+    assert [r.add(p, 31.5) for p in frags(10)][-1] is True   # after ipfrag_time the stale queues are gone
+    assert r.fails >= 2
