@@ -101,6 +101,9 @@ class CpuPool:
         self._free_now = [0.0] * cores    # when each core finishes the work booked at its arrival time
         self._ahead_arrival = [-1.0] * cores    # latest arrival among each core's booked-ahead work (or above)
         self.senders = 0                  # their sum (serve asks on every unkeyed call)
+        # a datagram being carried through the softirq work of its sending task (SenderContext): [key, done]
+        # while open -- serve() raises done for the work of that key -- else None
+        self.tx_ctx = None
 
     # --- softirq / keyed work -------------------------------------------------------------
     def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None,
@@ -176,6 +179,9 @@ class CpuPool:
                 self.deferred += 1
                 self.busy[core] += work
                 self.jobs += 1
+                ctx = self.tx_ctx
+                if ctx is not None and key == ctx[0] and done > ctx[1]:
+                    ctx[1] = done
                 return done
         if start > t:
             insort(starts, start)
@@ -196,6 +202,9 @@ class CpuPool:
             self._free_now[core] = done
         self.busy[core] += work
         self.jobs += 1
+        ctx = self.tx_ctx
+        if ctx is not None and key == ctx[0] and thread is None and done > ctx[1]:
+            ctx[1] = done             # the sending task's own softirq work for its datagram (SenderContext)
         return done
 
     @staticmethod
@@ -212,9 +221,11 @@ class CpuPool:
         booked ahead for later arrivals (a lookahead element reserves the core when it runs, which can
         be before the event that brings this earlier work), and whether it ran before some of that
         work.  A core serves its work in arrival order: this work waits for what arrived by then, not
-        for what arrives after it -- it runs in the idle time before the next later arrival's work if
-        it fits there whole.  If it does not, it runs after the work already booked (the later work
-        keeps the times already handed out, and no work is split around another)."""
+        for what arrives after it -- it runs in the first idle gap between the work already booked
+        that it fits whole (the later work keeps the times already handed out, and no work is split
+        around another), else after all of it.  First fit, not the first gap only: a sending task's
+        next sendto() arrives long before the receiver's recvmsg() calls booked for the datagrams it
+        sent, and a gap too short for it must not put it behind every one of them."""
         ahead = self._ahead[core]
         if ahead[0][1] <= now:
             self._prune(ahead, now)
@@ -230,14 +241,14 @@ class CpuPool:
             j -= 1
         if j >= lo and ahead[j][1] > cur:
             cur = ahead[j][1]          # served after what arrived by then
-        # then the idle gap before the next later arrival's work, if this work fits there whole
+        # then the first idle gap between the later arrivals' work that this work fits whole
         for k in range(j + 1 if j >= lo else lo, len(ahead)):
             s, d, _a = ahead[k]
             if d <= cur:
                 continue
             if s >= cur + work:
                 return cur, cur + work, True
-            break
+            cur = d
         free_at = self.free[core]
         start = cur if cur > free_at else free_at
         return start, start + work, False

@@ -242,6 +242,10 @@ class OvsDatapath(Bridge):
 
     # -- the fast path -------------------------------------------------------------
     def process(self, port, pkt, vlan, t: float) -> None:
+        if self.thread_key is not None:
+            # netdev: the frame waits on the port's AF_PACKET socket for ovs-vswitchd's thread; a sending
+            # task's softirq pass ends at packet_rcv (net/packet/af_packet.c): close its context
+            self.cpu.tx_ctx = None
         afp = self.afp
         if afp is not None and not self._rx_read(afp, port, pkt, t):
             return

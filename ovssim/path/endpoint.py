@@ -20,7 +20,10 @@ the sender's per-CPU backlog, and ``local_bh_enable`` at the end of the
 transmit processes it at once (net/core/dev.c).  Senders on such an endpoint
 send their next packet only when their core has finished the work queued so
 far (the core of their connection, :func:`~ovssim.path.cpu.conn_key`), so no backlog builds between them and a CPU-bound
-flow leaves its excess in its socket, as the kernel does.  A VM's sender
+flow leaves its excess in its socket, as the kernel does.  A UDP sender has no such excess to keep: it waits
+only for its own datagram's softirq work, up to the first queue another task drains (an AF_PACKET socket,
+an AF_XDP ring, the receiving socket; :meth:`~ovssim.workloads.udp.IperfUdp._carry`), and the path drops
+what it cannot carry.  A VM's sender
 (``kvm-tap``, Xen) hands its packets to a backend thread instead and is not
 held back.
 

@@ -285,8 +285,41 @@ def _notes(tb: TestbedResult, df, data: Path) -> None:
         + ", ".join(f"{v:.0f}" for v in by_chain.to_numpy()) + " Mbit/s for "
         + ", ".join(str(int(c)) for c in by_chain.index) + " bridges.")
     tb.notes.append(_load_note(df))
+    udp = _udp_note(df)
+    if udp:
+        tb.notes.append(udp)
     if loaded:
         tb.notes.append(WHY_BUSY)
+
+
+def _udp_note(df) -> str:
+    """Where qperf udp_bw's datagrams died in the measured runs (1 bridge), from the counters the collector
+    kept: sent (send_bw over the test), taken by OVS (the AF_PACKET ports' ``dp_hit``, the PMD's
+    ``pmd_packets``), read by the server (``msg_rate``)."""
+    parts = []
+    for pt in ("system", "afxdp"):
+        sel = _select(df, pt, 1, "qperf_udp_bw")
+        m = sel.groupby("metric")["value"].mean()
+        if not {"udp_bw_send_bw", "udp_bw_msg_rate", "wall_time"} <= set(m.index):
+            continue
+        secs = round(float(m["wall_time"]))            # qperf -t: whole seconds
+        sent = m["udp_bw_send_bw"] * secs / 8 / 1400
+        read = m["udp_bw_msg_rate"] * secs
+        taken = m.get("dp_hit" if pt == "system" else "pmd_packets")
+        if taken is None or not np.isfinite(taken):
+            continue
+        parts.append(f"{pt} ports: {sent / 1e3:.0f}k datagrams sent, {100 * (sent - taken) / sent:.0f} % lost before "
+                     f"OVS ({'the AF_PACKET socket, `afpacket_vif1_drops`' if pt == 'system' else 'the veth/XSK rings'}), "
+                     f"{100 * (taken - read) / sent:.0f} % between OVS and the server's reads")
+    if not parts:
+        return ""
+    return ("**qperf udp_bw: where the datagrams die** (1 bridge, means of the runs): " + "; ".join(parts) + ". "
+            "The sender is never held back by the path (a UDP sendto() waits only for its own softirq work, "
+            "`IperfUdp._carry`); the model's sender does the same, and drops where the kernel does (AF_PACKET "
+            "and XSK rings, the UDP socket's receive buffer, the per-CPU backlog). Not yet with `system` ports: "
+            "the model serves ovs-vswitchd's work on a fixed core (its key), here the sender's, first come "
+            "first served, so the sender alternates with it datagram by datagram, where Linux's scheduler "
+            "runs the two on different cores.")
 
 
 def _load_note(df) -> str:

@@ -8,14 +8,17 @@
 * ``tcp_bw``: one stream of ``-m`` byte writes (default 64 KiB), reported as ``bw``
   (Mbit/s of data read by the server, as qperf's ``bw``).
 
-* ``udp_bw``: the client sends ``-m`` byte datagrams (default 32 KiB; the campaigns use 1400)
+* ``udp_bw``: the client sends ``-m`` byte datagrams (default 32 KiB, 23 IP fragments at MTU 1500,
+  reassembled by the server: :func:`~ovssim.workloads.udp.ip_fragments`; the campaigns use 1400)
   back to back for the whole test, one ``send()`` after another with no pacing (qperf's
   socket.c udp_bw client loop); the server counts what it reads.  qperf reports
   ``send_bw`` (bytes the client sent over the test time), ``recv_bw`` (bytes the server
   read over the same time) and, with ``-v``, ``msg_rate`` (datagrams read per second):
   here ``send_bw`` and ``recv_bw`` in Mbit/s, ``msg_rate`` in 1/s.  The sender goes as fast
   as its ``send()`` (profile ``app.send_per_packet``) and, for a sender sharing the host's
-  kernel (a container), the softirq work each datagram takes on its core allow.  The
+  kernel (a container), the softirq work its own datagram takes on its CPU allow -- up to the
+  first queue another task drains (:meth:`~ovssim.workloads.udp.IperfUdp._carry`): it never
+  waits for the path, whose excess is dropped where the kernel drops it.  The
   server's socket receive buffer (``net.core.rmem_default``, see :mod:`ovssim.workloads.udp`)
   drops what a slower reader (``app.recv_per_packet``) leaves queued beyond it, so ``recv_bw``
   falls below ``send_bw`` there and where the path drops.  Not modelled: the UDP socket's

@@ -15,6 +15,11 @@ queued on the socket, charged its skb truesize, unless ``sk_rmem_alloc`` already
 is dropped (UDP ``RcvbufErrors``, counted as loss); ``recvmsg`` releases the charge.  It fills only when
 the reader's ``recv()`` (profile ``app.recv_per_packet``) is slower than the datagrams arrive.
 
+A datagram larger than the sender's MTU (``-l``/``-m`` above 1472 bytes at MTU 1500; qperf udp_bw's default
+32 KiB) leaves as IP fragments (:func:`ip_fragments`), each a frame of its own through the path, and counts
+as received only when the receiver has reassembled all of them (:class:`Reassembly`): one fragment dropped
+anywhere loses the datagram.
+
 ``jitter_mean`` is the steady-state estimate of the jitter iperf reports: J is an
 exponentially weighted mean of |D| (gain 1/16), so once the stream is stationary
 E[J] = E[|D|], and the mean of |D| over the whole run (after MSER-5 warm-up deletion,
@@ -46,7 +51,7 @@ from .. import units
 from ..errors import ConfigError
 from ..metrics import DelayStats, JitterEstimator
 from ..steady import MeanAbsDiff
-from ..packet import FlowKey, Packet, udp_frame_size
+from ..packet import ETH_HEADER, IPV4_HEADER, UDP_HEADER, FlowKey, Packet, udp_frame_size
 from ..path.afpacket import SockBuf, truesize
 from ..path.cpu import conn_key
 from ..sched import FIRE, call_at, schedule
@@ -54,6 +59,77 @@ from ..tcp.defaults import RMEM_DEFAULT
 from .base import Metric, RunContext, Workload
 
 IPERF_PORT = 5001
+IPFRAG_HIGH_THRESH = 4 * 1024 * 1024   # net.ipv4.ipfrag_high_thresh (default 4 MiB)
+IPFRAG_TIME = 30.0                     # net.ipv4.ipfrag_time: an incomplete datagram's queue lives 30 s
+
+
+def ip_fragments(datagram: int, mtu: int = 1500) -> tuple[int, ...] | None:
+    """L2 frame sizes of the IPv4 fragments of a UDP datagram of ``datagram`` payload bytes at ``mtu``, or
+    None when it fits one frame.  A UDP socket builds a datagram larger than the device's MTU as a chain of
+    fragment skbs (``__ip_append_data``, net/ipv4/ip_output.c; no UFO since Linux 4.14), each but the last
+    carrying ``(mtu - 20) & ~7`` bytes of the IP payload (UDP header + data): 1480 at MTU 1500, so a
+    32768-byte datagram is 23 frames, 22 of 1514 bytes."""
+    ip_payload = datagram + UDP_HEADER
+    if ip_payload + IPV4_HEADER <= mtu:
+        return None
+    per = (mtu - IPV4_HEADER) & ~7
+    n, last = divmod(ip_payload, per)
+    sizes = [per + IPV4_HEADER + ETH_HEADER] * n
+    if last:
+        sizes.append(last + IPV4_HEADER + ETH_HEADER)
+    return tuple(sizes)
+
+
+class Reassembly:
+    """The receiver's IPv4 reassembly of one flow's fragmented datagrams (``ip_defrag``, net/ipv4/ip_fragment.c).
+
+    A datagram is complete when all its ``len(sizes)`` fragments have arrived; one lost fragment loses it
+    (its queue waits ``ipfrag_time``, 30 s, then is freed: ``IpReasmFails``).  Queued fragments are charged
+    their skb truesize to the namespace's fragment memory; above ``ipfrag_high_thresh`` (4 MiB) every
+    arriving fragment is dropped (``inet_frag_find`` finds no queue: net/ipv4/inet_fragment.c) until
+    timeouts free memory -- so a path that drops fragments at random can stall reassembly altogether.
+    ``truesize``: the reassembled skb's (``ip_frag_reasm`` adds every fragment's), which the UDP socket's
+    receive buffer is charged."""
+
+    __slots__ = ("n", "truesize", "pending", "mem", "high_thresh", "timeout", "fails", "refused", "_ts")
+
+    def __init__(self, sizes: tuple[int, ...], *, high_thresh: int = IPFRAG_HIGH_THRESH,
+                 timeout: float = IPFRAG_TIME):
+        self.n = len(sizes)
+        self._ts = {sz: truesize(sz) for sz in set(sizes)}
+        self.truesize = sum(self._ts[sz] for sz in sizes)
+        self.pending: dict[int, list] = {}   # seq -> [fragments arrived, bytes charged, first arrival]
+        self.mem = 0
+        self.high_thresh = high_thresh
+        self.timeout = timeout
+        self.fails = 0                       # queues timed out incomplete (IpReasmFails)
+        self.refused = 0                     # fragments dropped above high_thresh
+
+    def add(self, pkt, t: float) -> bool:
+        """Fragment ``pkt`` arrives at ``t``; True when it completes its datagram."""
+        if self.mem > self.high_thresh:
+            self._expire(t)
+            if self.mem > self.high_thresh:
+                self.refused += 1
+                return False
+        q = self.pending.get(pkt.seq)
+        ts = self._ts[pkt.size]
+        if q is None:
+            q = self.pending[pkt.seq] = [0, 0, t]
+        q[0] += 1
+        q[1] += ts
+        self.mem += ts
+        if q[0] < self.n:
+            return False
+        del self.pending[pkt.seq]
+        self.mem -= q[1]
+        return True
+
+    def _expire(self, t: float) -> None:
+        old = [seq for seq, q in self.pending.items() if t - q[2] >= self.timeout]
+        for seq in old:
+            self.mem -= self.pending.pop(seq)[1]
+            self.fails += 1
 
 
 class _Server:
@@ -118,6 +194,9 @@ class IperfUdp(Workload):
         self.gap = self.length * 8.0 / self.rate_bps
         self.send_key = conn_key(self.flow)            # the client's core: its connection's (run to completion)
         self.size = udp_frame_size(self.length)
+        # a datagram above the sender's MTU leaves as IP fragments, reassembled by the receiver (or None)
+        frags = ip_fragments(self.length, getattr(ctx.src, "mtu", 1500) or 1500)
+        self._frag = None if frags is None else (frags, Reassembly(frags))
         self.sent = 0
         self.rx = 0
         self.rx_bytes = 0
@@ -129,11 +208,11 @@ class IperfUdp(Workload):
         self.abs_diff = MeanAbsDiff()  # |D| block means for jitter_mean, bounded too
         self.stage_samples: dict[str, list] = {}
         # run to completion (the source shares the host's kernel: Endpoint.inline_tx): the next sendto()
-        # waits for the flow's core to finish this datagram's softirq work -- (free times, core) or None
+        # waits for this datagram's own softirq work (see _carry) -- the open context [key, done], or None
         cpu = ctx.src.cpu
-        self._rtc = (cpu.free, self.send_key % cpu.cores) if getattr(ctx.src, "inline_tx", False) else None
+        self._rtc = [self.send_key, 0.0] if getattr(ctx.src, "inline_tx", False) else None
         if self._rtc is not None:
-            cpu.add_sender(self._rtc[1])
+            cpu.add_sender(self.send_key % cpu.cores)
         self.send_cost = ctx.extra.get("app", {}).get("send_per_packet", 0.0)
         # on a host that schedules threads, the sending tool is one (ovssim.cpu), first on its flow's core
         self.send_thread = cpu.app_thread("udp-send", self.send_key) if cpu is not None else None
@@ -173,10 +252,20 @@ class IperfUdp(Workload):
                 nxt = done
         self.sent = seq + 1
         src.sent += 1                  # src.send(pkt), inlined
-        src.out.put(pkt)
         rtc = self._rtc
-        if rtc is not None and rtc[0][rtc[1]] > nxt:
-            nxt = rtc[0][rtc[1]]
+        if self._frag is not None:
+            soft = self._carry(pkt)
+            if soft > nxt:
+                nxt = soft
+        elif rtc is None:
+            src.out.put(pkt)
+        else:                          # _carry(pkt), inlined: the datagram's softirq work on this task's CPU
+            rtc[1] = 0.0
+            cpu.tx_ctx = rtc
+            src.out.put(pkt)
+            cpu.tx_ctx = None
+            if rtc[1] > nxt:
+                nxt = rtc[1]
         # call_at(env, nxt, self._send) with the timer's own Call, which has just fired:
         # the same heap entry SimPy would get, without a new object per datagram
         if timer is None:
@@ -186,14 +275,75 @@ class IperfUdp(Workload):
             timer.callbacks = FIRE
             schedule(env, nxt, timer)
 
+    def _carry(self, pkt) -> float:
+        """Hand ``pkt`` to the endpoint's device; return when the sending task's CPU is done with it.
+
+        An endpoint sharing the host's kernel (``inline_tx``: a container's veth, bare metal) carries its
+        datagram through softirq work on the sending task's own CPU before ``sendto()`` returns:
+        ``udp_sendmsg`` -> ``ip_finish_output2`` -> ``__dev_queue_xmit`` (net/core/dev.c) -> ``veth_xmit``
+        (drivers/net/veth.c), which orphans the skb (``__dev_forward_skb`` -> ``skb_scrub_packet``: the
+        socket's ``sk_wmem_alloc`` charge ends there, so a UDP socket's send buffer never fills behind a
+        veth) and queues it on this CPU's backlog (``__netif_rx`` -> ``enqueue_to_backlog``, dropped past
+        ``netdev_max_backlog``) -- or, with an XDP program on the peer, its ``ptr_ring`` and NAPI; the
+        ``local_bh_enable`` that ends ``__dev_queue_xmit`` runs the backlog at once (``net_rx_action`` ->
+        ``process_backlog`` -> ``__netif_receive_skb``).  That softirq pass goes as far as the first
+        queue another task drains: an AF_PACKET socket (``packet_rcv``, net/packet/af_packet.c: OVS's
+        userspace datapath reads it; dropped when ``sk_rcvbuf`` is full), an AF_XDP rx ring (the PMD
+        polls it; dropped when full), or through the kernel datapath or a Linux bridge and the peer veth
+        to the receiving socket (``udp_rcv`` -> ``__udp_enqueue_schedule_skb``, net/ipv4/udp.c; dropped
+        when its ``sk_rcvbuf`` is full).  Nothing in it waits for the path: ``sendto()`` returns whether
+        the datagram was queued or dropped, so the sender is paced by its own CPU alone, never by what
+        the path delivers.
+
+        Here: the work that the packet's elements charge, synchronously, to this flow's key on the
+        host's :class:`~ovssim.cpu.pool.CpuPool` while the context is open (``CpuPool.tx_ctx``); an element
+        that hands the packet to another thread closes it (OVS's netdev datapath, whose thread reads
+        the AF_PACKET socket; an AF_XDP ring is polled later, from an event of its own).  The work of
+        other tasks on the same core (the receiver's ``recvmsg``, ovs-vswitchd's pass) does not hold the
+        next ``sendto()`` back unless it occupies the core when that ``sendto()`` needs it.
+        """
+        src = self.src
+        rtc = self._rtc
+        if rtc is None:
+            self._put(pkt)
+            return 0.0
+        cpu = src.cpu
+        rtc[1] = 0.0
+        cpu.tx_ctx = rtc
+        try:
+            self._put(pkt)
+        finally:
+            cpu.tx_ctx = None
+        return rtc[1]
+
+    def _put(self, pkt) -> None:
+        """The datagram onto the wire: one frame, or its IP fragments one after another (each through
+        ``ip_finish_output2`` and the device on its own, the sender's softirq work repeated per fragment),
+        all with the datagram's sequence number and payload size (the receiver counts a reassembled one)."""
+        frag = self._frag
+        out = self.src.out
+        if frag is None:
+            out.put(pkt)
+            return
+        t, created, seq, flow, length, tos, stamps = (pkt.t, pkt.created, pkt.seq, pkt.flow, pkt.payload, pkt.tos,
+                                                      pkt.stamps)
+        for size in frag[0]:
+            f = Packet(flow, size, created, length, seq, None, 0, tos)
+            f.t = t
+            f.stamps = None if stamps is None else dict(stamps)
+            out.put(f)
+
     def _received(self, pkt) -> None:
         now = self.env._now
         t = pkt.t if pkt.t > now else now
+        frag = self._frag
+        if frag is not None and not frag[1].add(pkt, t):
+            return                         # a fragment queued for reassembly (or dropped there)
         cpu = self.dst.cpu
         recv = self._recv
         if recv[0] and cpu is not None:
             sock = recv[2]
-            size = truesize(pkt.size)
+            size = truesize(pkt.size) if frag is None else frag[1].truesize
             if not sock.charge(t, size):
                 return                     # the socket's receive buffer is full: a drop
             done = cpu.serve(t if t > recv[1] else recv[1], recv[0], None)
@@ -315,13 +465,12 @@ class Iperf3Udp(IperfUdp):
             pkt.t = done
         self.sent = seq + 1
         src.sent += 1
-        src.out.put(pkt)
+        soft = self._carry(pkt)
         green = now > t0 and (seq + 1) * self.length * 8 < self.rate_bps * (now - t0)
         self.at_tick = not green          # green light: the next sendto() right away
         at = done if green else self._next_tick(now)
-        rtc = self._rtc
-        if rtc is not None and rtc[0][rtc[1]] > at:
-            at = rtc[0][rtc[1]]           # run to completion: this datagram's softirq work first
+        if soft > at:
+            at = soft                     # run to completion: this datagram's softirq work first
         self._arm(timer, at)
 
     def _next_tick(self, now: float) -> float:

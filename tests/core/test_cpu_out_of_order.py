@@ -33,6 +33,20 @@ def test_too_long_for_the_gap_runs_after_the_booked_work():
     assert abs(pool.serve(6e-6, 3e-6, key=0) - 31e-6) < 1e-15
 
 
+def test_too_long_for_a_gap_takes_the_first_later_gap_it_fits():
+    """First fit: work that does not fit the gap before the next booked work runs in the first later gap it
+    fits whole, not behind all the work booked for later arrivals (a sender's next sendto() on a core
+    where the receiver's recvmsg() calls are booked ahead)."""
+    pool = _pool()
+    pool.serve(10e-6, 2e-6, key=0)                            # [10, 12) us
+    pool.serve(13e-6, 2e-6, key=0)                            # [13, 15)
+    pool.serve(40e-6, 2e-6, key=0)                            # [40, 42)
+    # 4 us arriving at 8 us: not in [8, 10) nor [12, 13), but in [15, 40) -- not after 42 us
+    assert abs(pool.serve(8e-6, 4e-6, key=0) - 19e-6) < 1e-15
+    # the gaps are used up in arrival order: 2 us arriving at 9 us, after the 4 us (arrived at 8)
+    assert abs(pool.serve(9e-6, 2e-6, key=0) - 21e-6) < 1e-15
+
+
 def test_work_arriving_after_booked_work_waits_for_it():
     pool = _pool()
     pool.serve(10e-6, 10e-6, key=0)                           # arrived at 10 us, runs [10, 20)
