@@ -13,7 +13,11 @@ The server's socket receive buffer (``__udp_enqueue_schedule_skb``, net/ipv4/udp
 queued on the socket, charged its skb truesize, unless ``sk_rmem_alloc`` already exceeds ``sk_rcvbuf``
 (``net.core.rmem_default``, 212992 bytes: iperf and qperf set no SO_RCVBUF by default), in which case it
 is dropped (UDP ``RcvbufErrors``, counted as loss); ``recvmsg`` releases the charge.  It fills only when
-the reader's ``recv()`` (profile ``app.recv_per_packet``) is slower than the datagrams arrive.
+the reader's ``recv()`` (profile ``app.recv_per_packet``) is slower than the datagrams arrive.  A datagram
+that finds the reader blocked (its last ``recv()`` done) first wakes it (``sock_def_readable`` ->
+``try_to_wake_up``): the run's reader wake-up (``app.wakeup``, plus ``app.idle_wake`` with the idle share),
+drawn per wake-up from a lognormal of shape :data:`READER_WAKE_SHAPE` -- so the wake-ups' spread is part of
+the jitter the reader sees, as iperf's server takes its receive time in user space after the read.
 
 A datagram larger than the sender's MTU (``-l``/``-m`` above 1472 bytes at MTU 1500; qperf udp_bw's default
 32 KiB) leaves as IP fragments (:func:`ip_fragments`), each a frame of its own through the path, and counts
@@ -44,13 +48,16 @@ datagrams see almost none.
 """
 from __future__ import annotations
 
+import math
 
 import numpy as np
 
 from .. import units
+from ..distributions import Sampler
 from ..errors import ConfigError
 from ..metrics import DelayStats, JitterEstimator
 from ..steady import MeanAbsDiff
+from ..distributions import Sampler
 from ..packet import ETH_HEADER, IPV4_HEADER, UDP_HEADER, FlowKey, Packet, udp_frame_size
 from ..path.afpacket import SockBuf, truesize
 from ..path.cpu import conn_key
@@ -130,6 +137,12 @@ class Reassembly:
         for seq in old:
             self.mem -= self.pending.pop(seq)[1]
             self.fails += 1
+
+
+# the spread of a reader's wake-up on another, idle core: sockperf ping-pong across this machine's two cores
+# (28 Nov, idle) took 32.4 us one way at the median and 42.1 at the 90th percentile, against 6.9 / 8.8 us with
+# both ends on one core: wake-ups of ~25.5 / 35 us, a lognormal of shape ln(35 / 25.5) / 1.2816 = 0.25
+READER_WAKE_SHAPE = 0.25
 
 
 class _Server:
@@ -220,8 +233,14 @@ class IperfUdp(Workload):
         # than 30 attributes loses CPython's fast attribute access; this one is on every datagram's path):
         # one thread, so one recv() at a time, on whichever core the scheduler finds free first; and its
         # socket's receive buffer: SockBuf refuses at alloc >= limit, udp.c at sk_rmem_alloc > sk_rcvbuf
+        # and the reader's wake-up when a datagram finds it blocked in select()/recvfrom() (its mean the run's
+        # app wake-up, drawn per wake-up: READER_WAKE_SHAPE)
+        wake = ctx.extra.get("app", {}).get("wakeup", 0.0)
         self._recv = [ctx.extra.get("app", {}).get("recv_per_packet", 0.0), 0.0,
-                      SockBuf(RMEM_DEFAULT + 1, f"{self.name}.rcvbuf")]
+                      SockBuf(RMEM_DEFAULT + 1, f"{self.name}.rcvbuf"),
+                      Sampler({"dist": "lognorm", "s": READER_WAKE_SHAPE,
+                               "scale": wake / math.exp(READER_WAKE_SHAPE ** 2 / 2)}, ctx.rng("reader-wake"))
+                      if wake > 0.0 else None]
         # the timer's Call is its own argument, so _send can re-arm it (no new object per
         # datagram, and no extra attribute: 30 would cost CPython's fast attribute access)
         timer = call_at(self.env, self.t0, self._send)
@@ -346,7 +365,10 @@ class IperfUdp(Workload):
             size = truesize(pkt.size) if frag is None else frag[1].truesize
             if not sock.charge(t, size):
                 return                     # the socket's receive buffer is full: a drop
-            done = cpu.serve(t if t > recv[1] else recv[1], recv[0], None)
+            start = recv[1]
+            if t > start:                  # the reader was blocked: woken first (try_to_wake_up)
+                start = t if recv[3] is None else t + recv[3].next()
+            done = cpu.serve(start, recv[0], None)
             if done is None:
                 sock.release(size)
                 return                     # socket receive path refused: a drop
