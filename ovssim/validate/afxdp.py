@@ -43,7 +43,8 @@ PING = {"tool": "ping", "c": 15, "i": "10ms"}
 # measured workload -> [(sim workload name, its table without from/to/start, offset in the run)], span (s)
 WORKLOADS = {
     # iperf3 -O 1 in the collector: -O here too; the ping beside it starts once the flow is up
-    "cubic": ([("cubic", {"tool": "iperf", "proto": "tcp", "C": "cubic", "O": "0.1s", "t": "0.3s"}, 0.0),
+    "cubic": ([("cubic", {"tool": "iperf", "proto": "tcp", "C": "cubic", "cc_after_connect": True, "O": "0.1s",
+                        "t": "0.3s"}, 0.0),
                ("cubic_ping", PING, 0.12)], 0.3),
     "bbr": ([("bbr", {"tool": "iperf", "proto": "tcp", "C": "bbr", "O": "0.1s", "t": "0.3s"}, 0.0),
              ("bbr_ping", PING, 0.12)], 0.3),

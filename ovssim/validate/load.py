@@ -55,7 +55,7 @@ def _config(bridge: str, qdisc: str, spacing: float = INTERVAL, start: float = P
     q = qdisc_spec(qdisc, bridge)
     edits = {"bridge.br": {"kind": bridge, "chain": 1, "link": "patch"}, "vm.ns2": {"qdisc": q}}
     wls = [{"name": "tcp", "from": "ns1", "to": "ns2", "start": "0s", "tool": "iperf", "proto": "tcp",
-            "C": "cubic", "t": f"{span:.3f}s"},
+            "C": "cubic", "cc_after_connect": True, "t": f"{span:.3f}s"},
            {"name": "ping", "from": "ns1", "to": "ns2", "start": f"{start:.4f}s", "tool": "ping",
             "c": n, "i": f"{spacing * 1e3:.4f}ms", "tos": TOS.get(qdisc, 0)}]
     sc = variant(load_scenario_dict("local_netns.toml"), workloads=wls, **edits)

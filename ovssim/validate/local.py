@@ -35,7 +35,7 @@ DATA = ROOT / "data" / "local" / "2026-11-24" / "local-bridges"
 # measured workload -> (sim workload table without from/to/start, simulated span in s)
 WORKLOADS = {
     # iperf3 -O 1 in the collector (slow start and a shaper's initial burst left out): -O here too
-    "tcp": ({"tool": "iperf", "proto": "tcp", "C": "cubic", "O": "0.1s", "t": "0.2s"}, 0.3),
+    "tcp": ({"tool": "iperf", "proto": "tcp", "C": "cubic", "cc_after_connect": True, "O": "0.1s", "t": "0.2s"}, 0.3),
     "rr": ({"tool": "netperf", "test": "TCP_RR", "r": "1,1", "l": "0.2s"}, 0.2),
     "ping": ({"tool": "ping", "c": 100, "i": "10ms"}, 1.0),
     "udp40": ({"tool": "iperf3", "proto": "udp", "b": "40mbit", "l": "1400b", "t": "0.5s"}, 0.5),
