@@ -116,6 +116,8 @@ def test_a_vm_sysctl_table_sets_the_default_congestion_control_tools_follow():
     for vm in d["vm"]:
         if vm["name"] == "ns1":
             vm["sysctl"] = {"net.ipv4.tcp_congestion_control": "bbr", "net.ipv4.tcp_wmem": "4096 16384 1048576"}
+        else:                                          # the scenario's own default is this host's, bbr
+            vm["sysctl"] = {"net.ipv4.tcp_congestion_control": "cubic"}
     s = load_scenario(d)
     env = simpy.Environment()
     topo = build(env, s, Profile.load(s.profile, relative_to=s.base_dir),
