@@ -19,6 +19,11 @@ does the same with a list of records ``[seq, end, tx_time, flags, pcount]`` in s
   :meth:`enter_loss` -- the marking of ``tcp_enter_loss``.
 * :meth:`next_retransmit` -- ``tcp_xmit_retransmit_queue``: the first lost, not yet retransmitted
   segment (cut off its skb: the model retransmits one segment per skb).
+* :meth:`mark_lost_retrans` -- RACK's rule (``tcp_rack_detect_loss``, net/ipv4/tcp_recovery.c) for
+  retransmissions: one sent before the most recently sent data the receiver has since SACKed or
+  acknowledged, by more than the reordering window, was lost again and is marked for another
+  retransmission, without waiting for the retransmission timeout.  (RACK's rule for original
+  transmissions is left to :meth:`mark_lost`'s RFC 6675 marking.)
 
 An skb is cut only where the scoreboard's state changes inside it, so the flags of every segment
 are exactly those of a per-segment scoreboard (tests/tcp/test_rtx_queue.py checks this against one).
@@ -26,6 +31,7 @@ are exactly those of a per-segment scoreboard (tests/tcp/test_rtx_queue.py check
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import deque
 from itertools import islice
 from operator import itemgetter
 
@@ -60,6 +66,11 @@ class RtxQueue:
         # callback(degree, count): ``count`` original transmissions SACKed below SACKed data,
         # the worst ``degree`` segments out of order (tcp_check_sack_reordering)
         self.reordered = reordered
+        # RACK (tcp_recovery.c): the send time of the most recently sent original transmission delivered
+        # (SACKed or acknowledged) so far, and the retransmitted records in the order they were sent
+        # (tp->tsorted_sent_queue's retransmissions: a retransmission is one segment, never split)
+        self.rack_tx = -1.0
+        self.retrans_sent: deque = deque()
 
     def __len__(self) -> int:
         """Outstanding skbs."""
@@ -148,6 +159,8 @@ class RtxQueue:
             h += 1
         self.packets_out -= acked
         self.sacked_out -= sacked
+        if last_tx > self.rack_tx:
+            self.rack_tx = last_tx                    # tcp_rack_advance for the cumulatively acked
         if h > COMPACT and h * 2 > n:
             del recs[:h]
             self.retx_hint = self.retx_hint - h if self.retx_hint > h else 0
@@ -202,6 +215,8 @@ class RtxQueue:
                     if f & RETRANS:
                         self.retrans_out -= pc
                     r[FLAGS] = (f | SACKED) & ~(LOST | RETRANS)
+                    if not f & EVER_RETRANS and r[TX] > self.rack_tx:
+                        self.rack_tx = r[TX]          # tcp_rack_advance
                     self.sacked_out += pc
                     newly += pc
                     top = r[SEQ] + (pc - 1) * mss
@@ -287,6 +302,7 @@ class RtxQueue:
                 lost += r[PCOUNT]
         self.lost_out = lost
         self.retrans_out = 0
+        self.retrans_sent.clear()
         self.retx_hint = self.head
 
     def unmark_lost(self) -> None:
@@ -314,12 +330,36 @@ class RtxQueue:
                     self._split(i, r[SEQ] + self.mss)
                 r[FLAGS] = f | RETRANS | EVER_RETRANS
                 r[TX] = now
+                self.retrans_sent.append(r)
                 self.retrans_out += 1
                 self.retx_hint = i + 1
                 return r, i == self.head
             i += 1
         self.retx_hint = n
         return None
+
+    def mark_lost_retrans(self, reo_wnd: float) -> int:
+        """RACK for retransmissions (``tcp_rack_detect_loss``): a retransmission still in flight that was
+        sent more than ``reo_wnd`` before :attr:`rack_tx` -- data sent after it has been delivered -- is
+        lost: it loses its RETRANS mark (stays LOST) for :meth:`next_retransmit`.  Returns the segments
+        re-marked.  Retransmissions are sent in time order, so the scan stops at the first one too recent."""
+        sent = self.retrans_sent
+        limit = self.rack_tx - reo_wnd
+        una = self.recs[self.head][SEQ] if self.head < len(self.recs) else None
+        marked = 0
+        while sent:
+            r = sent[0]
+            f = r[FLAGS]
+            if f & RETRANS and not f & SACKED and una is not None and r[END] > una:
+                if r[TX] >= limit:
+                    break               # sent too recently to judge (tcp_rack_skb_timeout > 0)
+                r[FLAGS] = f & ~RETRANS  # still LOST: retransmit it again
+                self.retrans_out -= r[PCOUNT]
+                marked += r[PCOUNT]
+            sent.popleft()
+        if marked:
+            self.retx_hint = self.head  # next_retransmit scans from the head again
+        return marked
 
     def head_sent(self) -> float:
         """When the oldest outstanding skb was (last) sent."""

@@ -89,9 +89,9 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   unpaced.  Send-buffer growth (``sndbuf_auto``, see buffers.py).
 
 Not modelled: MSG_MORE / TCP_CORK, ACKs held in the socket backlog while the writer owns the
-socket (lock_sock, sk_flush_backlog), tcp_mtu_probe's merging, the three-way handshake and FIN, RACK-TLP
-(Linux's default loss detection since 4.18: time-based, with a reordering
-window of min_rtt/4), D-SACK, the persist
+socket (lock_sock, sk_flush_backlog), tcp_mtu_probe's merging, the three-way handshake and FIN, RACK for
+original transmissions and TLP (Linux's default loss detection since 4.18: time-based, with a reordering
+window of min_rtt/4; RACK's detection of lost retransmissions is modelled, :meth:`_rack_lost_retrans`), D-SACK, the persist
 timer, slow start after idle.
 """
 from __future__ import annotations
@@ -218,6 +218,7 @@ class TcpSender:
         self.retransmits = 0        # iperf3 "retransmits" = tcpi_total_retrans
         self.fast_recoveries = 0
         self.timeouts = 0
+        self.lost_retrans = 0         # retransmissions found lost again by RACK (re-sent without a timeout)
         self.keep_samples = keep_samples
         # RTT samples (seconds) and when they were taken; past RTT_KEEP of them, those from ``rtt_from``
         # on fold into ``rtt_folded`` (exact moments, quantiles within 0.1 %), so memory stays bounded
@@ -895,6 +896,8 @@ class TcpSender:
                 delivered += newly
                 if newly:
                     q.mark_lost(self.reordering)
+            if q.retrans_out and delivered:
+                self._rack_lost_retrans()
         elif ack == prior_una and not pkt.payload and not wnd_changed and prior_out:
             # a duplicate ACK counted as a "reno SACK" (tcp_add_reno_sack)
             if q.sacked_out < prior_out - 1 or q.sacked_out < self.reordering:
@@ -999,6 +1002,19 @@ class TcpSender:
         ts_ecr = pkt.ts_ecr if self.timestamps else 0.0
         if loss.process_loss(self, advanced, ts_ecr, orig_tx, dupack, sacked > 0):
             self.log_cwnd(self.env._now)
+
+    def _rack_lost_retrans(self) -> None:
+        """RACK's loss detection for retransmissions (``tcp_rack_mark_lost``, net/ipv4/tcp_recovery.c): a
+        retransmission sent before data that has since been delivered, by more than the reordering
+        window, was lost again and goes out again now, not after a retransmission timeout.  The window
+        (``tcp_rack_reo_wnd``): none in Recovery or Loss while no reordering has been seen, else
+        min(min_rtt / 4, srtt)."""
+        rtt = self.rtt
+        if not self.reorder_events and self.state != OPEN:
+            reo = 0.0
+        else:
+            reo = rtt.min_rtt / 4 if rtt.min_rtt < rtt.srtt else rtt.srtt
+        self.lost_retrans += self.q.mark_lost_retrans(reo)
 
     def _reordered(self, degree: int, count: int = 1) -> None:
         """``tcp_check_sack_reordering``: raise the loss threshold to the reordering seen
