@@ -58,6 +58,15 @@ class Cubic(CongestionControl):
         self._reset()
         self._hystart_round(0.0, 0)
 
+    def attach(self, sender) -> None:
+        """``cubictcp_init``, run when the module takes the socket -- at connect, or later on an established
+        connection (``tcp_reinit_congestion_control``, setsockopt TCP_CONGESTION): the private state zeroed
+        (its minimum RTT too) and HyStart's first round ending at the current ``snd_nxt``."""
+        super().attach(sender)
+        self.delay_min = 0.0
+        self._reset()
+        self._hystart_round(sender.env._now, sender.snd_nxt)
+
     def _reset(self) -> None:
         """``bictcp_reset``."""
         self.cnt = 0
