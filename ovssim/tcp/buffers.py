@@ -16,8 +16,13 @@ truesize, not payload):
   2 x rcv_mss per in-order segment (``tcp_grow_window``); once per receiver RTT
   (``rcv_rtt_est``, from the timestamp echo, ``tcp_rcv_rtt_measure_ts``)
   ``tcp_rcv_space_adjust`` measures the bytes copied to the application in that RTT and,
-  when they grew, sets ``sk_rcvbuf = tcp_space_from_win(2 x copied + 16 x advmss, plus
-  2 x that x the growth ratio)`` capped at ``tcp_rmem[2]``, and ``window_clamp`` with it.
+  when they grew, ``tcp_rcvbuf_grow`` (Linux >= 6.16, "DRS is always one RTT late") sets
+  ``sk_rcvbuf = tcp_space_from_win(2 x copied, plus 2 x that x the growth ratio)`` capped at
+  ``tcp_rmem[2]``, and ``window_clamp`` with it.  Before 6.16 the window had 16 x advmss more
+  (``2 x copied + 16 x advmss``); this host's 6.18 has not: trace event ``tcp:tcp_rcvbuf_grow``
+  behind a 10 Mbit/s HTB (copied 27549 / 60816 / 201272 / 456120 B after 14480 / 31856 / 63712 /
+  260640) set window_clamp 154553 / 342779 / 2140801 / 2280599 B, each 2 x copied x (1 + 2 x
+  growth) to the byte, where the older formula gives 219544 / 408046 / 2263936 / 2338520.
   ``tcp_win_from_space`` scales by ``scaling_ratio`` (len/truesize of received skbs).
 
 Measured on this host (validation/tcp_window/probe.py, data/local/tcp_window): these
@@ -28,6 +33,7 @@ router keep 2.1 MB queued, with ``tcp_rmem[2]`` = 1 MB the window stops at 93606
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import floor
 
 from .defaults import (DEFAULT_CONGESTION_CONTROL, DEFAULT_SCALING_RATIO, GRO_SCALING_RATIO,
                        INIT_CWND, LIMIT_OUTPUT_BYTES, MAX_TCP_HEADER, MODERATE_RCVBUF,
@@ -156,6 +162,7 @@ class ReceiveBuffer:
         self.space_seq = 0
         self.space_time = 0.0
         self.rtt = 0.0                            # rcv_rtt_est.rtt_us (s)
+        self.last_tsecr = 0.0                     # rcv_rtt_last_tsecr
         self.log: list[tuple[float, int, int, int]] = []   # (t, sk_rcvbuf, rcv_space, rcv_ssthresh)
 
     def win_from_space(self, space: int) -> int:
@@ -172,9 +179,13 @@ class ReceiveBuffer:
             self.ratio = self.data_ratio          # tcp_measure_rcv_mss
             if not self.moderate:
                 self.window_clamp = self.win_from_space(self.sk_rcvbuf)
-        if tsecr > 0.0:                           # tcp_rcv_rtt_measure_ts: EWMA of 1/8
-            m = now - tsecr
-            self.rtt = m if self.rtt == 0.0 else self.rtt + (m - self.rtt) / 8
+        if tsecr > 0.0 and tsecr != self.last_tsecr:
+            # tcp_rcv_rtt_measure_ts: one sample per new echoed timestamp (rcv_rtt_last_tsecr), in the
+            # timestamps' whole milliseconds (tcp_rtt_tsopt_us), zero samples left out (6.16+), EWMA of 1/8
+            self.last_tsecr = tsecr
+            m = (floor(now * 1000.0) - floor(tsecr * 1000.0)) / 1000.0
+            if m > 0.0:
+                self.rtt = m if self.rtt == 0.0 else self.rtt + (m - self.rtt) / 8
         grew = False
         space = self.win_from_space(self.sk_rcvbuf)
         if seg_len >= 128 and self.rcv_ssthresh < self.window_clamp and self.rcv_ssthresh < space:
@@ -191,7 +202,7 @@ class ReceiveBuffer:
         grew = False
         if copied > self.space:
             if self.moderate:
-                rcvwin = 2 * copied + 16 * self.mss
+                rcvwin = 2 * copied                 # tcp_rcvbuf_grow: no 16 x advmss cushion since 6.16
                 grow = rcvwin * (copied - self.space) // self.space
                 rcvwin += 2 * grow
                 rcvbuf = min(int(rcvwin / self.ratio), self.rmem[2])

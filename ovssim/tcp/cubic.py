@@ -11,13 +11,23 @@ two delivered are kept.  HyStart (ACK train and delay increase, Linux's
 defaults: low window 16, ACK spacing 2 ms, 8 samples, delay threshold
 ``clamp(min_rtt / 8, 4 ms, 16 ms)``) ends slow start before the first loss.
 
-HyStart as Linux 6.x runs it (``hystart_update``, ``hystart_ack_delay``): it runs on
-each ACK's RTT sample (``cubictcp_acked``), a new round starts there once ``snd_una``
-passes the round's end, and the ACK train fires only past ``delay_min`` plus
+HyStart as Linux 6.18 runs it (``hystart_update``, ``hystart_ack_delay``): it runs on
+each ACK's RTT sample in slow start (``cubictcp_acked``), a new round starts there once
+``snd_una`` passes the round's end -- whatever the cwnd: only the detection below waits for
+``hystart_low_window`` (16), so the rounds are counted from the first ACK, not from the first
+ACK at cwnd 16 -- and the ACK train fires only past ``delay_min`` plus
 ``hystart_ack_delay`` -- ``min(1 ms, 4 x sk_gso_max_size / sk_pacing_rate)``, the time
 a GSO skb spends in GRO and the qdisc -- halved when the socket is not paced.  Its delay
 test needs 8 samples in a round: one per ACK, so with GRO'd 64 KB skbs (one ACK per skb)
 slow start runs until a round holds 8 skbs.
+
+Where the rounds start decides which round first holds 9 ACKs, so the exit cwnd.  Measured on
+this host (kernel 6.18, ``iperf3 -C cubic`` behind a 10 Mbit/s HTB on a bridge port, trace event
+``tcp:tcp_probe`` on every ACK, nstat ``TcpExtTCPHystartDelayCwnd``): replaying HyStart on the
+ACKs gives Linux's exits (cwnd 1004 and 1424 in two runs) only when the round's reset comes
+before the low-window test -- the first data ACK (cwnd 11) starts a round; with the reset
+skipped below cwnd 16, as 6.x kernels before did, the same ACKs would have ended slow start at
+779 and 1154.
 """
 from __future__ import annotations
 
@@ -47,6 +57,15 @@ class Cubic(CongestionControl):
         self.hystart_exits = 0
         self._reset()
         self._hystart_round(0.0, 0)
+
+    def attach(self, sender) -> None:
+        """``cubictcp_init``, run when the module takes the socket -- at connect, or later on an established
+        connection (``tcp_reinit_congestion_control``, setsockopt TCP_CONGESTION): the private state zeroed
+        (its minimum RTT too) and HyStart's first round ending at the current ``snd_nxt``."""
+        super().attach(sender)
+        self.delay_min = 0.0
+        self._reset()
+        self._hystart_round(sender.env._now, sender.snd_nxt)
 
     def _reset(self) -> None:
         """``bictcp_reset``."""
@@ -90,7 +109,7 @@ class Cubic(CongestionControl):
         if self.delay_min == 0.0 or rtt < self.delay_min:
             self.delay_min = rtt
         s = self.s
-        if self.hystart and not self.found and s.cwnd < s.ssthresh and s.cwnd >= HYSTART_LOW_WINDOW:
+        if self.hystart and not self.found and s.cwnd < s.ssthresh:
             self._hystart_update(rtt, now)
 
     def _ack_delay(self) -> float:
@@ -106,6 +125,8 @@ class Cubic(CongestionControl):
         s = self.s
         if s.snd_una > self.end_seq:              # the round ended: a new one (bictcp_hystart_reset)
             self._hystart_round(now, s.snd_nxt)
+        if s.cwnd < HYSTART_LOW_WINDOW:           # hystart triggers when cwnd is larger than some threshold
+            return
         # ACK train: ACKs keep arriving closely spaced for longer than half the min RTT
         # (plus the GSO/GRO cushion; the whole of it when the socket is paced).
         if now - self.last_ack <= HYSTART_ACK_DELTA:

@@ -255,6 +255,17 @@ class TcpSender:
         if self._cc_main is not None:
             self.pacing = True
 
+    def set_congestion_control(self, cc) -> None:
+        """``tcp_reinit_congestion_control`` (net/ipv4/tcp_cong.c): another module on the established
+        connection -- its ``init`` on the live socket; cwnd, ssthresh and ``sk_pacing_status`` stay (a socket
+        BBR started stays paced)."""
+        self.cc = cc
+        self._cc_main = getattr(cc, "cong_control", None)
+        self._cc_sent = getattr(cc, "on_send", None)
+        cc.attach(self)
+        if self._cc_main is not None:
+            self.pacing = True
+
     # -- views -----------------------------------------------------------------------
     @property
     def packets_out(self) -> int:

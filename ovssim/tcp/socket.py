@@ -66,6 +66,12 @@ class TcpSocket:
         if cc is None:
             cc = sysctls.congestion_control
         cc = make_congestion_control(cc)
+        # -C set after connect: the connection runs under the module it was established under until the
+        # application's setsockopt (set_congestion_control; write and bulk apply it if not yet done)
+        first = make_congestion_control(established_under) if cc_after_connect else cc
+        self.pending_cc = cc if first.name != cc.name else None
+        if self.pending_cc is None:
+            first = cc
         self.endpoint = endpoint
         self.name = name or f"{endpoint.name}:{local_port}"
         self.flow = FlowKey(endpoint.name, remote, local_port, remote_port, "tcp")
@@ -82,7 +88,7 @@ class TcpSocket:
                                     delack=delack, sack=sack, timestamps=timestamps,
                                     app_cost=recv_cost, byte_cost=recv_byte_cost, cpu=cpu)
         self.receiver.autotune = rcv_auto
-        self.sender = TcpSender(self, mss=self.mss, cc=cc,
+        self.sender = TcpSender(self, mss=self.mss, cc=first,
                                 init_cwnd=init_cwnd,
                                 sndbuf=snd_auto.payload if snd_auto else sndbuf,
                                 nodelay=nodelay, sack=sack, timestamps=timestamps, rtt=rtt,
@@ -191,10 +197,44 @@ class TcpSocket:
             self._deliver(pkt, now)
 
     # -- the application ------------------------------------------------------------------
-    def write(self, nbytes: int) -> None:
+    def set_congestion_control(self, _=None) -> None:
+        """``setsockopt(TCP_CONGESTION)`` on the established socket (``cc_after_connect``): the requested
+        module takes over (``tcp_reinit_congestion_control``); nothing if it already has."""
+        cc, self.pending_cc = self.pending_cc, None
+        if cc is not None:
+            self.sender.set_congestion_control(cc)
+
+    def set_congestion_control_once_acked(self) -> None:
+        """iperf3's order: ``write(cookie)``, then ``setsockopt(TCP_CONGESTION)`` -- by when, on a veth, the
+        cookie's ACK has been processed under the module the connection started with: the write's softirq
+        carries the segment to the peer and its ACK back before the syscall returns (tcp_probe on this host,
+        ``iperf3 -C cubic``, default bbr: the cookie's ACK raised cwnd 10 -> 11, as ``bbr_set_cwnd`` does in
+        STARTUP and CUBIC's slow start, not cwnd-limited by one segment, would not; CUBIC's first data flight
+        was 11 segments).  So the switch comes once what was written is acknowledged."""
+        s = self.sender
+        if self.pending_cc is None:
+            return
+        if s.snd_una >= s.snd_nxt:
+            self.set_congestion_control()
+            return
+        prev = s.on_acked
+
+        def acked(nbytes, now):
+            if prev is not None:
+                prev(nbytes, now)
+            if s.snd_una >= s.snd_nxt:
+                s.on_acked = prev
+                call_at(self.env, now, self.set_congestion_control)   # after this ACK's processing
+        s.on_acked = acked
+
+    def write(self, nbytes: int, *, before_setsockopt: bool = False) -> None:
+        if self.pending_cc is not None and not before_setsockopt:
+            self.set_congestion_control()
         self.sender.write(nbytes)
 
     def bulk(self, until: float, write_size: int | None = None) -> None:
+        if self.pending_cc is not None:
+            self.set_congestion_control()
         self.sender.bulk(until, write_size)
 
     def ss_info(self) -> dict:

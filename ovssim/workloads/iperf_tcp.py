@@ -297,7 +297,9 @@ class IperfTcp(Workload):
         self.meters[i].chain = server_reads
 
         def established(now):
-            c.write(COOKIE_SIZE)
+            # iperf_tcp_connect writes the cookie; iperf_create_streams then sets -C (TCP_CONGESTION)
+            c.write(COOKIE_SIZE, before_setsockopt=True)
+            c.set_congestion_control_once_acked()
             if i + 1 < self.parallel:
                 self._connect_stream(i + 1)
         self._when_connected(c, established)

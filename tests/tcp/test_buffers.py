@@ -167,3 +167,32 @@ def test_the_window_grows_by_twice_each_skb_or_two_segments(seg_len, step):
     before = rb.rcv_ssthresh
     rb.on_data(seg_len, seg_len, 0.0, 0.0)
     assert rb.rcv_ssthresh - before == step
+
+
+@pytest.mark.parametrize("space, copied, clamp", [
+    (14480, 27549, 154553), (31856, 60816, 342779), (63712, 201272, 2140801), (260640, 456120, 2280599),
+    (456120, 781920, 3797895)])
+def test_receive_buffer_grows_as_tcp_rcvbuf_grow_measured_here(space, copied, clamp):
+    """Trace event tcp:tcp_rcvbuf_grow on this host (kernel 6.18, iperf3 -C cubic behind a 10 Mbit/s HTB,
+    data/local/tcp_window/2026-11-28-trace): the bytes copied in a measurement after ``space`` the one before
+    set window_clamp to 2 x copied x (1 + 2 x growth) -- 6.16's tcp_rcvbuf_grow, without the 16 x advmss
+    the older tcp_rcv_space_adjust added (219544 B for the first row)."""
+    rb = ReceiveBuffer(mss=1448, scaling_ratio=229 / 256)     # the trace's scaling_ratio
+    rb.ratio = rb.data_ratio
+    rb.space, rb.space_seq = space, 0
+    assert rb._space_adjust(copied, 1.0)
+    assert rb.window_clamp == pytest.approx(clamp, rel=2e-5)
+
+
+def test_the_receiver_times_a_round_trip_once_per_echoed_timestamp_in_whole_ms():
+    """tcp_rcv_rtt_measure_ts: a sample only when the echoed timestamp changes (rcv_rtt_last_tsecr), of
+    the timestamps' whole milliseconds (tcp_rtt_tsopt_us), a zero one left out (6.16+)."""
+    rb = ReceiveBuffer(mss=1448)
+    rb.on_data(1448, 1448, 0.0101, 0.0225)       # 22 ms - 10 ms
+    assert rb.rtt == pytest.approx(0.012)
+    rb.on_data(2896, 1448, 0.0101, 0.0625)       # the same echo again: no sample
+    assert rb.rtt == pytest.approx(0.012)
+    rb.on_data(4344, 1448, 0.0702, 0.0706)       # same millisecond: left out
+    assert rb.rtt == pytest.approx(0.012)
+    rb.on_data(5792, 1448, 0.0703, 0.0903)       # 90 - 70 = 20 ms: EWMA of 1/8
+    assert rb.rtt == pytest.approx(0.012 + (0.020 - 0.012) / 8)

@@ -25,6 +25,8 @@ def _sock(make_path, default: str, **kw):
 
 def test_cubic_set_after_connect_on_a_bbr_host_is_paced(make_path):
     c = _sock(make_path, "bbr", cc="cubic", cc_after_connect=True)
+    assert c.sender.cc.name == "bbr"              # established under the host's default
+    c.set_congestion_control()                    # the application's setsockopt(TCP_CONGESTION)
     assert c.sender.cc.name == "cubic"
     assert c.sender.pacing
 
@@ -35,12 +37,40 @@ def test_cubic_set_after_connect_on_a_bbr_host_is_paced(make_path):
     ("cubic", {}),
 ])
 def test_cubic_is_not_paced_unless_it_started_under_bbr(make_path, default, kw):
-    assert not _sock(make_path, default, **kw).sender.pacing
+    c = _sock(make_path, default, **kw)
+    c.set_congestion_control()
+    assert c.sender.cc.name == "cubic" and not c.sender.pacing
 
 
 def test_bbr_is_paced_however_it_was_chosen(make_path):
-    assert _sock(make_path, "cubic", cc="bbr", cc_after_connect=True).sender.pacing
+    c = _sock(make_path, "cubic", cc="bbr", cc_after_connect=True)
+    c.set_congestion_control()
+    assert c.sender.cc.name == "bbr" and c.sender.pacing
     assert _sock(make_path, "bbr").sender.pacing
+
+
+def test_writing_data_applies_a_pending_congestion_control(make_path):
+    c = _sock(make_path, "bbr", cc="cubic", cc_after_connect=True)
+    c.bulk(0.01)
+    assert c.sender.cc.name == "cubic" and c.pending_cc is None
+
+
+def test_the_cookie_ack_is_processed_under_bbr_then_cubic_starts_fresh(make_path):
+    """iperf3 writes its 37-byte cookie, then sets -C: on a veth the cookie's ACK is in before the
+    setsockopt, so BBR (STARTUP: cwnd += acked) takes cwnd 10 -> 11 -- Linux's first CUBIC data flight
+    here was 11 segments (tcp_probe) -- and CUBIC's init then starts HyStart's round at the cookie's end
+    with no minimum RTT yet (cubictcp_init zeroes its state)."""
+    p = make_path()
+    p.a.tcp_sysctls = TcpSysctls(congestion_control="bbr")
+    c, _ = connect(p.env, p.a, p.b, 5201, cc="cubic", cc_after_connect=True)
+    c.write(37, before_setsockopt=True)
+    c.set_congestion_control_once_acked()
+    assert c.sender.cc.name == "bbr"
+    p.env.run(until=0.05)                         # the path's round trip is 10 ms
+    cc = c.sender.cc
+    assert cc.name == "cubic" and c.sender.pacing
+    assert c.sender.cwnd == 11
+    assert cc.delay_min == 0.0 and cc.end_seq == 37 and not cc.found
 
 
 def test_iperf3_sets_congestion_control_after_connect_iperf2_does_not():
