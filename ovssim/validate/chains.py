@@ -188,7 +188,8 @@ def _threads_config(chain: int, link: str, streams: int, cc: str) -> Config:
     from .local import _config as local_config
     c = local_config("ovs", chain, link, "none", ["tcp"])
     for w in c.scenario["workload"]:
-        w.update({"P": streams, "C": cc})
+        # iperf 2 sets -Z (TCP_CONGESTION) before connect: the stream starts under it
+        w.update({"P": streams, "C": cc, "cc_after_connect": False})
     for h in c.scenario["host"]:
         h["schedule_threads"] = True
     c.label += f"-P{streams}"

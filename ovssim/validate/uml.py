@@ -70,6 +70,11 @@ def qdisc_spec(name: str) -> dict:
     raise KeyError(name)
 
 
+# the instance's own kernel default (the campaign's metadata.json machine.tcp_sysctls, data/uml/2026-11-25:
+# cubic), not the host's bbr that validation/scenarios/local_netns.toml states for this machine's namespaces
+UML_SYSCTLS = {"net.ipv4.tcp_congestion_control": "cubic"}
+
+
 def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp: bool = False) -> Config:
     """``start``: the probe's first send, seconds after the load's (negative when, in a slow
     instance, the iperf3 server took longer to listen than ``alongside_start``)."""
@@ -88,8 +93,9 @@ def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp
                     "proto": "udp", **THIN_UDP, "t": f"{THIN_SECONDS:.3f}s"})
     sc = variant(load_scenario_dict("local_netns.toml"), workloads=wls,
                  **{"bridge.br": {"kind": bridge, "chain": 1, "link": "patch", "datapath_type": "system"},
-                    "vm.ns1": {"veth_orphans": False, "kernel": UML_KERNEL},
-                    "vm.ns2": {"qdisc": qdisc_spec(qdisc), "veth_orphans": False, "kernel": UML_KERNEL}, "host.local": {"cores": 1}, "params": KERNEL_DP})
+                    "vm.ns1": {"veth_orphans": False, "kernel": UML_KERNEL, "sysctl": UML_SYSCTLS},
+                    "vm.ns2": {"qdisc": qdisc_spec(qdisc), "veth_orphans": False, "kernel": UML_KERNEL,
+                               "sysctl": UML_SYSCTLS}, "host.local": {"cores": 1}, "params": KERNEL_DP})
     label = (f"uml-{qdisc}" if bridge == "linux" else f"uml-{bridge}-{qdisc}") + (" +udp" if udp else "")
     sc["scenario"]["duration"] = f"{span:.3f}s"
     sc["scenario"]["name"] = label
