@@ -74,14 +74,6 @@ ALGORITHMS = {"cubic": "cubic:Cubic", "newreno": "newreno:NewReno", "reno": "new
               "bbr": "bbr:Bbr"}
 
 
-def init_asks_pacing(name: str | CongestionControl) -> bool:
-    """Whether the module's ``init`` sets ``sk_pacing_status`` to SK_PACING_NEEDED: BBR's ``bbr_init``
-    (net/ipv4/tcp_bbr.c: ``cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED)``), the
-    modules that run on every ACK (``cong_control``), as :class:`~ovssim.tcp.sender.TcpSender` decides
-    its own pacing."""
-    return getattr(make_congestion_control(name), "cong_control", None) is not None
-
-
 def make_congestion_control(name: str | CongestionControl) -> CongestionControl:
     """A fresh module from its Linux name (``cubic``, ``bbr``, ``reno``/``newreno``)."""
     if isinstance(name, CongestionControl):

@@ -247,18 +247,14 @@ class TcpSender:
         self._tsq_waiting = False
         self._lsndtime = -1.0       # tp->lsndtime: when data was last sent
         self.tso_deferred = 0       # pushes tcp_tso_should_defer held back
-        # a congestion control that runs on every ACK (tcp_congestion_ops.cong_control: BBR)
-        # and sees every transmission (its delivery-rate sampler, tcp_rate_skb_sent)
-        self._cc_main = getattr(cc, "cong_control", None)
-        self._cc_sent = getattr(cc, "on_send", None)
-        cc.attach(self)
-        if self._cc_main is not None:
-            self.pacing = True
+        self.set_congestion_control(cc)
 
     def set_congestion_control(self, cc) -> None:
-        """``tcp_reinit_congestion_control`` (net/ipv4/tcp_cong.c): another module on the established
-        connection -- its ``init`` on the live socket; cwnd, ssthresh and ``sk_pacing_status`` stay (a socket
-        BBR started stays paced)."""
+        """The module's ``init`` on this socket: at connect, or ``tcp_reinit_congestion_control``
+        (net/ipv4/tcp_cong.c) on the established connection, where cwnd, ssthresh and ``sk_pacing_status``
+        stay (a socket BBR started stays paced).  A module that runs on every ACK
+        (``tcp_congestion_ops.cong_control``: BBR) asks for pacing; ``on_send`` sees every transmission
+        (its delivery-rate sampler, ``tcp_rate_skb_sent``)."""
         self.cc = cc
         self._cc_main = getattr(cc, "cong_control", None)
         self._cc_sent = getattr(cc, "on_send", None)

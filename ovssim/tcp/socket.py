@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from ..packet import ETH_HEADER, IPV4_HEADER, FlowKey, Packet
 from ..sched import call_at
-from .congestion import init_asks_pacing, make_congestion_control
+from .congestion import make_congestion_control
 from .defaults import DELACK, INIT_CWND, SACK, TIMESTAMPS, mss_for_mtu
 from .buffers import ReceiveBuffer, SendBuffer, TcpSysctls
 from .receiver import TcpReceiver
@@ -67,7 +67,8 @@ class TcpSocket:
             cc = sysctls.congestion_control
         cc = make_congestion_control(cc)
         # -C set after connect: the connection runs under the module it was established under until the
-        # application's setsockopt (set_congestion_control; write and bulk apply it if not yet done)
+        # application's setsockopt (set_congestion_control; write and bulk apply it if not yet done); the
+        # sender's pacing follows that first module and survives the switch (TcpSender.set_congestion_control)
         first = make_congestion_control(established_under) if cc_after_connect else cc
         self.pending_cc = cc if first.name != cc.name else None
         if self.pending_cc is None:
@@ -100,9 +101,6 @@ class TcpSocket:
                                 limit_output_bytes=sysctls.limit_output_bytes,
                                 kernel=getattr(endpoint, "kernel", None))
         self.sender.sndbuf_auto = snd_auto
-        if not self.sender.pacing and init_asks_pacing(established_under):
-            # sk_pacing_status stays SK_PACING_NEEDED after the switch to ``cc``
-            self.sender.pacing = True
         if getattr(endpoint, "fq_pacing", False):
             # an fq qdisc on this host's device paces every TCP socket by EDT (SK_PACING_FQ):
             # TCP stamps departure times instead of holding packets itself
