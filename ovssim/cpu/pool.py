@@ -11,14 +11,14 @@ event is spent, the caller learns when its work is done and schedules from
 there.
 
 A core that has been idle for ``idle_exit_after`` or longer starts its next work ``idle_exit`` late (a
-sampler: each exit draws its own): it comes out of its idle state first.  Measured on this machine (a 2-vCPU KVM guest whose cpuidle driver is
-``haltpoll`` with ``guest_halt_poll_ns`` = 0, so an idle vCPU halts at once and the host takes the core):
-pings over one veth pair, everything on the sender's core in softirq, took 4 us when sent every 0.1-0.3 ms,
-12 us every 1 ms, 17 us every 3 ms and 55-57 us every 10-30 ms, min 29 and max 89 us with 10 us mean deviation
-at 10 ms (``ping -i``, 28 Nov); the collector's
-spaced-ping benchmark records the step per campaign (:mod:`ovssim.collect.state`).  Work that keeps a core
-busy -- a bulk flow, back-to-back requests -- never pays it.  It is latency, not CPU work: ``busy`` does
-not count it.
+sampler: each exit draws its own): it comes out of its idle state first.  Measured on this machine (a
+2-vCPU KVM guest whose cpuidle driver is ``haltpoll`` with ``guest_halt_poll_ns`` = 0, so an idle vCPU
+halts at once and the host takes the core): pings over one veth pair, everything on the sender's core in
+softirq, took 4 us when sent every 0.1-0.3 ms, 12 us every 1 ms, 17 us every 3 ms and 55-57 us every
+10-30 ms, min 29 and max 89 us with 10 us mean deviation at 10 ms (``ping -i``, 28 Nov); the collector's
+spaced-ping benchmark records the step per campaign (:mod:`ovssim.collect.state`).  Work that keeps a
+core busy -- a bulk flow, back-to-back requests -- never pays it.  It is latency, not CPU work: ``busy``
+does not count it.
 
 ``backlog_limit`` bounds the work waiting for a core, like the per-CPU input
 queue ``net.core.netdev_max_backlog`` (default 1000, net/core/dev.c); work
@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 
-from .defaults import CONTEXT_SWITCH, IDLE_EXIT_AFTER, MAX_SOFTIRQ_TIME, NETDEV_BUDGET, NETDEV_MAX_BACKLOG, base_slice
+from .defaults import (CONTEXT_SWITCH, IDLE_EXIT_AFTER, MAX_SOFTIRQ_TIME, NETDEV_BUDGET, NETDEV_MAX_BACKLOG,
+                       base_slice)
 from .scheduler import fair_run, ksoftirqd_stretch
 from .thread import Thread
 
@@ -101,8 +102,8 @@ class CpuPool:
         self._free_now = [0.0] * cores    # when each core finishes the work booked at its arrival time
         self._ahead_arrival = [-1.0] * cores    # latest arrival among each core's booked-ahead work (or above)
         self.senders = 0                  # their sum (serve asks on every unkeyed call)
-        # a datagram being carried through the softirq work of its sending task (SenderContext): [key, done]
-        # while open -- serve() raises done for the work of that key -- else None
+        # a datagram being carried through the softirq work of its sending task (IperfUdp._carry): [key,
+        # done] while open -- serve() raises done for the work of that key (_carried) -- else None
         self.tx_ctx = None
 
     # --- softirq / keyed work -------------------------------------------------------------
@@ -179,9 +180,8 @@ class CpuPool:
                 self.deferred += 1
                 self.busy[core] += work
                 self.jobs += 1
-                ctx = self.tx_ctx
-                if ctx is not None and key == ctx[0] and done > ctx[1]:
-                    ctx[1] = done
+                if self.tx_ctx is not None:
+                    self._carried(key, done)
                 return done
         if start > t:
             insort(starts, start)
@@ -202,10 +202,16 @@ class CpuPool:
             self._free_now[core] = done
         self.busy[core] += work
         self.jobs += 1
-        ctx = self.tx_ctx
-        if ctx is not None and key == ctx[0] and thread is None and done > ctx[1]:
-            ctx[1] = done             # the sending task's own softirq work for its datagram (SenderContext)
+        if self.tx_ctx is not None and thread is None:
+            self._carried(key, done)
         return done
+
+    def _carried(self, key: int | None, done: float) -> None:
+        """Softirq work of the sending task's flow (``key``) while a datagram is carried: its sendto() ends
+        no earlier than ``done`` (:attr:`tx_ctx`, IperfUdp._carry)."""
+        ctx = self.tx_ctx
+        if key == ctx[0] and done > ctx[1]:
+            ctx[1] = done
 
     @staticmethod
     def _prune(ahead: list, now: float) -> None:
