@@ -266,8 +266,8 @@ def build_profile(*, name: str, params: dict, data_files=(), command: str | None
 def machine_state_of(data_files) -> dict:
     """The profile's ``[state]``: the collector's machine state of the campaigns ``data_files`` lie in
     (``metadata.json`` ``machine_state`` of the file's directory or a parent): the mean speed index,
-    load and (where the spaced ping was measured) idle exit of every before/after measurement; ``{}`` when none was measured (data collected before
-    25 Nov 2026, seeds' tables)."""
+    load and (where the spaced ping was measured) idle exit of every before/after measurement; ``{}``
+    when none was measured (data collected before 25 Nov 2026, seeds' tables)."""
     import json
     found: dict[str, list] = {}
     for f in data_files:

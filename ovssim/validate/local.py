@@ -20,6 +20,7 @@ shaped part of this testbed; its rows carry ``kind = shaped_throughput``
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -177,12 +178,19 @@ def idle_exit_of(state: dict) -> tuple[float, str]:
     (it is a wake-up latency, :data:`ovssim.profile.LATENCIES`): measured x that campaign's index / the day's."""
     if state.get("idle_exit_us") is not None:
         return state["idle_exit_us"] * 1e-6, "measured by the collector's spaced veth ping (ovssim/collect/state.py)"
+    ref_us, ref_index = _reference_idle_exit()
+    value = ref_us * 1e-6 * ref_index / state["latency_index"]
+    return value, (f"estimated: {ref_us:.1f} us measured on {shown(IDLE_EXIT_DATA)} (latency index "
+                   f"{ref_index:.3f}) moved to this day's latency index {state['latency_index']:.3f}")
+
+
+@lru_cache(maxsize=1)
+def _reference_idle_exit() -> tuple[float, float]:
+    """:data:`IDLE_EXIT_DATA`'s measured idle exit (us) and its latency index, read once per process (every
+    day without a measurement of its own is moved from it)."""
     from ..fit.profile_writer import machine_state_of
     ref = machine_state_of([IDLE_EXIT_DATA / "results.csv.gz"])
-    ref_index = REFERENCE_PING / _linux_ping(load_measured(IDLE_EXIT_DATA))
-    value = ref["idle_exit_us"] * 1e-6 * ref_index / state["latency_index"]
-    return value, (f"estimated: {ref['idle_exit_us']:.1f} us measured on {shown(IDLE_EXIT_DATA)} (latency index "
-                   f"{ref_index:.3f}) moved to this day's latency index {state['latency_index']:.3f}")
+    return ref["idle_exit_us"], REFERENCE_PING / _linux_ping(load_measured(IDLE_EXIT_DATA))
 
 
 def _linux_ping(d: pd.DataFrame) -> float:
