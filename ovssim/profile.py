@@ -67,6 +67,8 @@ SCHEMA: dict[str, str] = {
     # the socket copies per byte (tcp_sendmsg from user, tcp_recvmsg to user) on the application's core
     "app.send_per_byte": "time", "app.recv_per_byte": "time",
 }
+# times that must be above zero, and why
+POSITIVE_TIMES = {"host.idle_exit_after": "a core idle for no time at all is not idle; the kernel's tick is 4 ms at HZ=250"}
 for _k in VIF_KINDS:
     SCHEMA[f"vif.{_k}.backend_delay"] = "dist"
     SCHEMA[f"vif.{_k}.cpu_per_packet"] = "time"
@@ -206,7 +208,8 @@ class Profile:
                     raise ValueError(f"its mean {mean!r} s is beyond the physical range of a per-packet delay "
                                      f"(0 .. {units.fmt_time(units.DELAY_MAX)})")
             elif kind == "time":
-                units.time(value)
+                if not units.time(value) > 0.0 and key in POSITIVE_TIMES:
+                    raise ValueError(f"{value!r} must be above 0 ({POSITIVE_TIMES[key]})")
             elif kind == "size":
                 units.size(value)
             elif kind == "int":

@@ -111,3 +111,13 @@ def test_spaced_pings_pay_the_exit_and_close_ones_do_not():
     with10, with1 = _ping_rtt("10ms", "40us"), _ping_rtt("1ms", "40us")
     assert with10 - base10 >= 40e-6 - 1e-9
     assert 0.0 < with1 - base1 <= 2 * 40e-6 / 40 + 1e-12
+
+
+def test_a_profile_refuses_a_zero_idle_threshold_with_one_clear_error():
+    from ovssim.errors import ConfigError
+    try:
+        Profile.load("default").with_overrides({"host.idle_exit_after": "0us"}, source="--set")
+    except ConfigError as e:
+        assert "host.idle_exit_after" in str(e) and "above 0" in str(e)
+    else:
+        raise AssertionError("host.idle_exit_after = 0 accepted")
