@@ -134,3 +134,20 @@ def test_simulated_burst_conserves_upcalls_and_loses_only_beyond_the_queue():
         assert r["upcalls"] == 2000 and r["lost"] + r["delivered"] == 2000
         lost.append(r["lost"])
     assert lost[0] == 0 and 0 < lost[1] < lost[2]
+
+
+def test_state_profile_changes_the_watchdog_and_nothing_else(tmp_path, monkeypatch):
+    """A host state's profile (fit_uml_state) is uml_linux61 with only qdisc.watchdog_latency refitted:
+    every other parameter, CPU costs included, resolves to the base profile's value."""
+    from ovssim.profile import Profile
+    fitted = {"best": (0.5, 0.07, 0.0018, 17.6, 81.0, 0.96), "evaluations": 3, "success": True,
+              "watchdog_stall": {"p": 0.07, "max_ms": 1.8}, "targets": [], "check": {}}
+    monkeypatch.setattr(uml, "fit_watchdog", lambda *a, **k: fitted)
+    base = ROOT / "calibration" / f"{uml.PROFILE}.toml"
+    path = tmp_path / f"{uml.STATE_PROFILE}.toml"
+    (tmp_path / base.name).write_bytes(base.read_bytes())
+    uml.fit_uml_state(None, {}, path, uml.DATA_THIN, tmp_path / base.name)
+    state, ref = Profile.load(str(path)), Profile.load(str(base))
+    changed = {k for k in set(state.params) | set(ref.params) if state.params.get(k) != ref.params.get(k)}
+    assert changed == {"qdisc.watchdog_latency"}
+    assert state.params["qdisc.watchdog_latency"] == uml.watchdog_stall(0.07, 0.0018)
