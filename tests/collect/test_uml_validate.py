@@ -151,3 +151,16 @@ def test_state_profile_changes_the_watchdog_and_nothing_else(tmp_path, monkeypat
     changed = {k for k in set(state.params) | set(ref.params) if state.params.get(k) != ref.params.get(k)}
     assert changed == {"qdisc.watchdog_latency"}
     assert state.params["qdisc.watchdog_latency"] == uml.watchdog_stall(0.07, 0.0018)
+
+
+def test_ranking_counts_only_swaps_the_runs_tell_apart():
+    """A swapped pair whose runs overlap is reported as within their spread; a swapped pair whose runs are
+    clearly apart (Welch's t-test) is reported against the model."""
+    rng = np.random.default_rng(1)
+    apart = lambda mu: mu + 0.01 * rng.standard_normal(6)
+    overlap = lambda mu: mu + 1.0 * rng.standard_normal(6)
+    summary = {"a": {"throughput": (19.0, 17.0, apart(19.0))}, "b": {"throughput": (18.0, 18.0, apart(18.0))},
+               "c": {"throughput": (17.5, 16.0, overlap(17.5))}, "d": {"throughput": (17.4, 16.5, overlap(17.4))}}
+    note = uml.ranking_notes(summary)[0]
+    told_apart, within = note.split("; swapped within the runs' spread: ")
+    assert "a/b" in told_apart and "c/d" in within and "c/d" not in told_apart
