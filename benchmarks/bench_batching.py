@@ -101,7 +101,11 @@ def main() -> None:
           f"events per MB {off[3] / on[3]:.1f}x, calls per MB {off[4] / on[4]:.1f}x")
     from ovssim.collect.state import load_note
     print(load_note())
-    print(f"target (offloads on): wall <= 5 s -> {'met' if on[0] <= 5.0 else 'not met'} ({on[0]:.2f} s)")
+    # the target is for 10 simulated s: a shorter run is scaled to it (the run is steady after its start)
+    per10 = on[0] * 10.0 / a.seconds
+    scaled = "" if a.seconds == 10.0 else f", scaled from {a.seconds:g} simulated s"
+    print(f"target (offloads on): wall <= 5 s per 10 simulated s -> {'met' if per10 <= 5.0 else 'not met'} "
+          f"({per10:.2f} s{scaled})")
 
 
 if __name__ == "__main__":
