@@ -367,6 +367,7 @@ def simulate_burst(profile, flows: int, seconds: float, seed: int = 2035) -> dic
 FIRST_PACKET_REPS = 400
 FIT_REPS = 3      # replications per fit evaluation: one seed's HyStart exits move the mean RTT by ~10 %
 
+MSS = 1448             # the flows' segment payload (tcp_mss in every run)
 UML_TICK = 0.010       # CONFIG_HZ=100 in Debian's user-mode-linux config (/usr/share/doc/user-mode-linux/config.gz)
 UPCALL_FIT_ROWS = "normal"       # first-packet flushes with the bridge's NORMAL rule alone: the fitting rows
 UPCALL_HELD_OUT = "rules"        # the same with 2,000 extra OpenFlow rules: held out
@@ -496,6 +497,7 @@ def thin_flow(runner: Runner, settings: Settings, names: list[str],
     sims = runner.run(list(cfgs.values()), str(path), reps=settings.reps, seed=2034, sample_keys={"ping:rtt"})
     summary = _compare(tb, cfgs, meas, sims, FITTED)
     _thin_flow_rows(tb, df, cfgs, sims, FITTED)
+    cpu_rows(tb, df, cfgs, sims)
     fit = read_profile(path).get("fit", {})
     stall = fit.get("watchdog_stall")
     if stall:
@@ -553,6 +555,37 @@ def host_load(data: Path) -> str:
     return "host load average " + ", ".join(spans) if spans else "host load not recorded"
 
 
+def cpu_rows(tb: TestbedResult, df: pd.DataFrame, cfgs: dict, sims: dict) -> None:
+    """The instance's one CPU, busy share measured (/proc/stat inside UML, ``cpu_busy``) and simulated
+    (``cpu_util.local``), per scheduler -- shown without a target -- and a note on what the gap does to
+    the probes whose RTT is mostly the path's own latency."""
+    meas, sim = [], []
+    for q, c in cfgs.items():
+        m = df[(df["qdisc"] == q) & (df["metric"] == "cpu_busy")]["value"].to_numpy(float) * 100.0
+        sv = sims[c.label].values("system", "cpu_util.local")
+        if not m.size or not sv.size:
+            continue
+        y, lo, hi = mean_ci(m, "%")
+        sm, slo, shi = mean_ci(sv, "%")
+        tb.rows.append(Comparison(tb.name, f"{c.label}: the instance's CPU", "cpu_busy", "%", y, lo, hi, sm, slo,
+                                  shi, "held-out", "", note=f"{m.size} runs"))
+        meas.append(y)
+        sim.append(sm)
+    server = df[df["metric"] == "cpu_server"]["value"].to_numpy(float)
+    thr = df[df["metric"] == "throughput"]["value"].to_numpy(float)
+    span = lambda v: f"{min(v):.0f}-{max(v):.0f}" if round(min(v)) != round(max(v)) else f"{min(v):.0f}"
+    if meas and server.size and thr.size:
+        per_segment = np.mean(server) / (np.mean(thr) / (MSS * 8))
+        tb.notes.append(
+            f"**UML's CPU is busier than the model's**: the instance's one CPU was {span(meas)} % busy under the "
+            f"load, the model's {span(sim)} %. The iperf3 server alone used {100 * np.mean(server):.0f} % "
+            f"(iperf3's own figure), {per_segment * 1e6:.0f} us of CPU per segment received. Every system call of "
+            "a UML process traps through ptrace to the UML kernel; the profile's CPU factor comes from the idle "
+            "cached ping's latency, which has none of that work on its path, so the model has no cost for it. "
+            "Probes whose RTT under load is mostly the path's own latency (FQ-CoDel's new-flow ping, SFQ's) "
+            "wait less for the CPU than UML's did: their simulated RTT is low.")
+
+
 def state_notes(data: Path, df: pd.DataFrame, loaded: Path | None = None) -> list[str]:
     """The host's state during the campaign in ``data`` (its load, the instance's share of the bottleneck
     rate and tc's HTB overlimits per packet), and, when ``loaded`` holds an earlier collection of the same
@@ -606,6 +639,7 @@ def kernel_datapath_schedulers(runner: Runner, settings: Settings, names: list[s
     tb.notes += ranking_notes(_compare(tb, cfgs, meas, sims, ()))
     if udp:
         _thin_flow_rows(tb, df, cfgs, sims)
+    cpu_rows(tb, df, cfgs, sims)
     tb.notes += state_notes(data, df, DATA_OVS_LOADED)
     tb.notes.append(
         "**iperf3's set-up and the FIFO-like schedulers' RTT under load**: the model's iperf3 opens the test "
