@@ -582,8 +582,10 @@ def cpu_rows(tb: TestbedResult, df: pd.DataFrame, cfgs: dict, sims: dict) -> Non
             f"(iperf3's own figure), {per_segment * 1e6:.0f} us of CPU per segment received. Every system call of "
             "a UML process traps through ptrace to the UML kernel; the profile's CPU factor comes from the idle "
             "cached ping's latency, which has none of that work on its path, so the model has no cost for it. "
-            "Probes whose RTT under load is mostly the path's own latency (FQ-CoDel's new-flow ping, SFQ's) "
-            "wait less for the CPU than UML's did: their simulated RTT is low.")
+            "Probes whose RTT under load is mostly the path's own latency (FQ-CoDel's new-flow ping, SFQ's) are "
+            "low in the model; charging the server's measured cost per segment (`app.recv_per_packet`) alone "
+            "does not raise them, since the model runs a packet's softirq work before the reader's: what UML's "
+            "pings wait for is the rest of its busy time, its kernel's own, which is not modelled.")
 
 
 def state_notes(data: Path, df: pd.DataFrame, loaded: Path | None = None) -> list[str]:
