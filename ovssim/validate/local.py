@@ -478,8 +478,11 @@ def notes(tb: TestbedResult, shaped: TestbedResult) -> None:
     if lines:
         tb.notes.append(
             "**Chains** (TCP throughput relative to 1 bridge): " + "; ".join(lines) + ". Patch ports cost nothing "
-            "in the model's fast path (`patch.translate` = 0; seed 003's flat curve). Veth pairs use the default "
-            "profile's per-crossing CPU cost (not fitted here) plus one more datapath pass per bridge -- for the "
+            "in the model's fast path (`patch.translate` = 0; seed 003's flat curve). A veth pair costs what the "
+            "namespace's veth costs, fitted on the 1-bridge rows (the same driver path, `veth_xmit` -> "
+            "`__netif_rx` -> `process_backlog`: ovssim/topology.py `veth_cost_key`; the default profile's 2 us "
+            "per skb before, which took a 2-bridge Linux-bridge chain to 0.45 of one bridge's throughput), plus "
+            "the next bridge's forwarding or one more datapath pass -- for the "
             "netdev datapath a pass without its delivery into the receiving stack (`ovs.deliver_share` of a pass "
             "is that delivery, fitted on the 2-bridge row), since a middle bridge's sendto() only queues the frame "
             "on the next bridge's AF_PACKET socket. There it waits for the rest of ovs-vswitchd's main-loop run, "
