@@ -9,8 +9,10 @@ kernel 6.18, default sysctls unless the row names some (``--sysctl``).  Simulate
 (``egress_qdisc``) or on ns2's VIF port (bridge and router), the same sysctls and tools; ping RTT over the
 transfer's seconds 1..8 (probe.py's window: icmp_seq 30..170).
 
-Split: nothing here is fitted -- the TCP model is Linux's code and the host's sysctl defaults, the path costs
-are the default profile's -- so every row is held out.
+Split: nothing here is fitted -- the TCP model is Linux's code and the host's sysctl defaults; the path costs
+(CPU costs, stack and wake-up latencies, the idle exit) are this host's profile ``calibration/local_netns_host.toml``,
+fitted by :mod:`ovssim.validate.local` on other runs (the unshaped single-bridge runs of 24 Nov) -- so every row
+is held out.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import ROOT, SCENARIOS, Settings, TestbedResult
+from .base import CALIBRATION, ROOT, SCENARIOS, Settings, TestbedResult
 from .compare import Comparison, mean_ci
 
 DATA = ROOT / "data" / "local" / "tcp_window"
@@ -30,6 +32,9 @@ DATA = ROOT / "data" / "local" / "tcp_window"
 CAMPAIGNS = (("", DATA, "24-25 Nov 2026, loaded machine"),
              ("quiet", DATA / "2026-11-27-quiet", "27 Nov 2026, quiet machine (load average 0.06-1.17)"))
 SCENARIO = SCENARIOS / "local_netns.toml"
+# This host's path costs (CPU costs, stack and wake-up latencies, the idle exit), fitted by ovssim.validate.local
+# on the unshaped single-bridge runs of data/local/2026-11-24/local-bridges: nothing from these rows
+PROFILE = "local_netns_host"
 # This host's default congestion control (``sysctl net.ipv4.tcp_congestion_control``: bbr; a new network
 # namespace inherits it, as ss shows for iperf3's control connection in probe.py's namespaces).  iperf3
 # sets ``-C`` only on the established stream, so its CUBIC streams keep BBR's SK_PACING_NEEDED and are
@@ -77,13 +82,15 @@ def window(rtts: np.ndarray, t: float) -> np.ndarray:
     return rtts[29:30 + int(20 * (t - 1))]
 
 
-def simulate(args: dict, reps: int, seed: int = 1) -> list[dict]:
-    """One dict per replication: Mbit/s, mean and max ping RTT (ms) over probe.py's window."""
+def simulate(args: dict, reps: int, seed: int = 1, profile: Path | str | None = CALIBRATION / f"{PROFILE}.toml"
+             ) -> list[dict]:
+    """One dict per replication: Mbit/s, mean and max ping RTT (ms) over probe.py's window, with ``profile``
+    (this host's fitted one by default; None: the scenario's, the default profile)."""
     from ..runner import run_scenario
     d = scenario(args)
     out = []
     for k in range(reps):
-        res = run_scenario(d, reps=1, seed=seed + k)
+        res = run_scenario(d, reps=1, seed=seed + k, profile=str(profile) if profile is not None else None)
         summ = res.summary.set_index(["workload", "metric"])["mean"]
         rtt = window(res.samples["ping:rtt"], float(args["time"])) * 1e3
         out.append({"mbps": float(summ[("tcp", "throughput")]), "ping_mean_ms": float(rtt.mean()),
@@ -125,7 +132,9 @@ def _state(real: list[dict]) -> str:
 
 
 def run(runner, settings: Settings, campaigns=CAMPAIGNS) -> list[TestbedResult]:
-    tb = TestbedResult("tcp_window", "Issue 18: TCP windows, CUBIC and BBR behind HTB/TBF shapers (this host)")
+    tb = TestbedResult("tcp_window", "Issue 18: TCP windows, CUBIC and BBR behind HTB/TBF shapers (this host)",
+                       profile=f"calibration/{PROFILE}.toml")
+    profile = settings.calibration_dir / f"{PROFILE}.toml"
     rate_key = lambda r: float(r.rstrip("mbit"))
     sims_of: dict[tuple, list[dict]] = {}          # the model does not depend on the machine state here
     for prefix, data, what_data in campaigns:
@@ -140,7 +149,7 @@ def run(runner, settings: Settings, campaigns=CAMPAIGNS) -> list[TestbedResult]:
                 continue
             real = runs[key]
             if key not in sims_of:
-                sims_of[key] = simulate(real[0]["args"], settings.reps)
+                sims_of[key] = simulate(real[0]["args"], settings.reps, profile=profile)
             sims = sims_of[key]
             label = " ".join([*([prefix] if prefix else []), where, kind, rate, f"P{flows}", cc, *sysctl])
             for field, metric, unit, what in METRICS:
@@ -149,7 +158,8 @@ def run(runner, settings: Settings, campaigns=CAMPAIGNS) -> list[TestbedResult]:
                 tb.rows.append(Comparison(tb.name, f"{label} {what}", metric, unit, y, lo, hi, m, slo, shi,
                                           "held-out", metric, note=f"{len(real)} runs{_state(real)}"))
     tb.split = ("Held out entirely: nothing in the TCP model is fitted (Linux's algorithms with the host's "
-                "sysctl defaults); the path uses the default profile.")
+                "sysctl defaults); the path uses this host's profile `calibration/local_netns_host.toml`, fitted "
+                "on other runs (the unshaped single-bridge iperf3, qperf and ping runs of 24 Nov), none of these.")
     tb.notes += NOTES
     return [tb]
 
