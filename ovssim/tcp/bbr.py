@@ -70,7 +70,11 @@ class RateSampler:
     """Delivery-rate samples as ``tcp_rate.c`` takes them (per segment snapshots at send)."""
 
     def __init__(self):
-        self.delivered = 0            # tp->delivered (segments)
+        # tp->delivered (segments): 1 once the connection is open -- the SYN, which the SYN-ACK's tcp_ack
+        # counts on the active side, or the SYN-ACK, which tcp_rcv_state_process counts on the passive side
+        # ("SYN-ACK delivery isn't tracked in tcp_ack") -- so a write on the fresh connection marks its samples
+        # app-limited up to delivered 1 (tcp_rate_check_app_limited) and the mark ends with its ACK
+        self.delivered = 1
         self.delivered_time = 0.0     # tp->delivered_mstamp
         self.first_tx_time = 0.0      # tp->first_tx_mstamp
         self.app_limited = 0          # tp->app_limited: delivered count the mark lasts until
@@ -199,6 +203,12 @@ class Bbr(CongestionControl):
         self.full_bw_cnt = 0
         return self.s.cwnd
 
+    def mark_app_limited(self) -> None:
+        """``tcp_rate_check_app_limited``'s mark, which the sender sets at the start of a write when it has
+        less than a segment unsent, nothing below it and room in cwnd (:meth:`TcpSender.check_app_limited`):
+        the samples of what is sent until everything in flight now is delivered are app-limited."""
+        self.rate.app_limited = (self.rate.delivered + self.s.in_flight) or 1
+
     def on_send(self, seq: int, n: int, now: float, new: bool) -> None:
         if new:
             s = self.s
@@ -209,9 +219,6 @@ class Bbr(CongestionControl):
         s = self.s
         rate = self.rate
         rs = rate.on_ack(s.snd_una, delivered, now, s.rtt.min_rtt, s.mss)     # tcp_min_rtt
-        # tcp_rate_check_app_limited: nothing left to send and room in cwnd
-        if s.write_end - s.snd_nxt < s.mss and s.in_flight < s.cwnd and not s.lost_out:
-            rate.app_limited = (rate.delivered + s.in_flight) or 1
         lost = s.lost_out - self._prev_lost
         self._prev_lost = s.lost_out
         losses = lost if lost > 0 else 0

@@ -258,6 +258,7 @@ class TcpSender:
         self.cc = cc
         self._cc_main = getattr(cc, "cong_control", None)
         self._cc_sent = getattr(cc, "on_send", None)
+        self._cc_app_limited = getattr(cc, "mark_app_limited", None)
         cc.attach(self)
         if self._cc_main is not None:
             self.pacing = True
@@ -308,6 +309,7 @@ class TcpSender:
         """The application writes ``nbytes`` (it is never blocked: see ``sndbuf`` for bulk): the bytes
         go into the write queue's skbs, then ``tcp_push`` sends them unless autocorking holds the tail."""
         if nbytes > 0:
+            self.check_app_limited()
             self.write_end += int(nbytes)
             wq = self.wq
             wq.append(self.write_end - wq.write_seq, self.size_goal(), self.snd_nxt)
@@ -320,7 +322,21 @@ class TcpSender:
         """Keep the send buffer full (a netperf/iperf sender) until time ``until``."""
         self.bulk_until = until
         self.write_size = int(write_size) if write_size else BULK_WRITE_SIZE
+        self.check_app_limited()            # the first write()
         self.push()
+
+    def check_app_limited(self) -> None:
+        """``tcp_rate_check_app_limited`` (net/ipv4/tcp_rate.c), which ``tcp_sendmsg_locked`` runs at the start
+        of every write, before its bytes are queued -- and nothing else does (not the ACK path): with less
+        than a segment written and unsent, none of this socket's skbs below TCP (``sk_wmem_alloc`` under
+        ``SKB_TRUESIZE(1)``: any skb holds more), room in cwnd and every lost segment retransmitted, the
+        congestion control's rate samples are marked app-limited until what is in flight is delivered.
+        So an iperf3 stream's cookie, written on the idle connection, is an app-limited sample: BBR takes
+        it into its bandwidth filter only as a new maximum, and it does not start ``bbr_check_full_bw_reached``'s
+        count (which skips app-limited samples)."""
+        if (self._cc_app_limited is not None and self.wq.write_seq - self.snd_nxt < self.mss
+                and not self.wmem_queued and self.in_flight < self.cwnd and self.lost_out <= self.retrans_out):
+            self._cc_app_limited()
 
     def size_goal(self) -> int:
         """``tcp_xmit_size_goal``: what a write fills an skb to (write_queue.py); recomputed, as
@@ -337,6 +353,7 @@ class TcpSender:
         pending = self.write_end - self.wq.write_seq
         if pending <= 0:
             return False
+        self.check_app_limited()
         self.wq.append(pending if pending < self.write_size else self.write_size, self.size_goal(), self.snd_nxt)
         wt = self.call_cost + self.byte_cost * self.write_size
         if self._writer_next < now + wt:

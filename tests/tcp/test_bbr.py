@@ -301,16 +301,17 @@ def test_a_partially_acked_tso_skb_gives_a_rate_sample_on_each_ack(make_path):
     c, _ = connect(p.env, p.a, p.b, 5001, cc="bbr")
     s, rate = c.sender, c.sender.cc.rate
     mss = s.mss
+    d0 = rate.delivered                                  # 1: the connection's handshake
     s.q.queue(0, 10 * mss, 1.0, 10)                      # one 10-segment skb, nothing else in flight
     s.cc.on_send(0, 10 * mss, 1.0, True)
     # an ACK of 2 of its 10 segments 1 ms later: a sample of 2 segments over 1 ms, RTT 1 ms
     rs = rate.on_ack(2 * mss, 2, 1.001, 50e-6, mss)
     assert rs is not None
     bw, app, prior_delivered, rtt = rs
-    assert bw == pytest.approx(2 / 0.001) and prior_delivered == 0 and rtt == pytest.approx(0.001)
+    assert bw == pytest.approx(2 / 0.001) and prior_delivered == d0 and rtt == pytest.approx(0.001)
     # the next ACK (4 more segments) samples from the same skb's snapshot: 6 segments over 2 ms
     bw, _, prior_delivered, rtt = rate.on_ack(6 * mss, 4, 1.002, 50e-6, mss)
-    assert bw == pytest.approx(6 / 0.002) and prior_delivered == 0 and rtt == pytest.approx(0.002)
+    assert bw == pytest.approx(6 / 0.002) and prior_delivered == d0 and rtt == pytest.approx(0.002)
     # less than a segment further: tcp_tso_acked trims nothing, no sample (and nothing delivered)
     assert rate.on_ack(6 * mss + 100, 0, 1.0025, 50e-6, mss) is None
     # the rest of it: the skb is ACKed whole and leaves the snapshots
@@ -381,3 +382,26 @@ def test_drain_and_gain_cycling_count_the_packets_in_the_network_at_the_next_dep
     assert b.mode == DRAIN
     b._check_drain(now)                                   # the next ACK, at the drain gain
     assert b.mode == PROBE_BW
+
+
+
+def test_a_write_on_an_idle_connection_makes_app_limited_samples_and_an_ack_does_not(make_path):
+    """tcp_rate_check_app_limited runs where tcp_sendmsg_locked starts a write (the ACK path does not call
+    it): an iperf3 stream's cookie, written on the idle connection, is an app-limited sample -- BBR takes
+    it into its filter only as a new maximum, and bbr_check_full_bw_reached skips it, so the count of
+    rounds without growth starts with the bulk data's samples."""
+    p = make_path(rate=100e6, delay=0.001)
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="bbr")
+    p.env.run(until=0.1)                                   # established, idle
+    s, b = c.sender, c.sender.cc
+    delivered = b.rate.delivered
+    c.write(37)                                            # the cookie: marked before its bytes are queued
+    assert b.rate.app_limited == (delivered or 1)          # delivered + in flight (0) at the write
+    assert b.rate.snaps[-1][5] is True                     # its skb's sample is app-limited
+    p.env.run(until=0.2)                                   # its ACK: nothing left to send, room in cwnd
+    assert b.rate.app_limited == 0                         # the mark ended with it; the ACK set none
+    assert b.bw > 0.0 and b.full_bw == 0.0                 # in the filter, not in the full-pipe count
+    c.bulk(0.3)                                            # the bulk writer's first write marks again
+    assert b.rate.snaps[0][5] is True
+    p.env.run(until=0.3)
+    assert b.full_bw > 0.0 and b.rate.app_limited == 0

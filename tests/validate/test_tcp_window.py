@@ -26,7 +26,12 @@ def test_cubic_behind_a_bridge_port_htb_is_within_the_real_runs_spread():
 def test_tsq_keeps_two_gso_skbs_per_flow_in_the_senders_own_qdisc():
     # HTB 20 Mbit/s on the sender's own veth, 2 CUBIC flows: TSQ holds each flow to two 64 KB skbs, so the
     # ping waits behind at most 2 x 2 + 1 skbs of 68130 B at 20 Mbit/s = 136.3 ms (measured: 136.0 ms)
+    # (a ping reaches the bound only when it lands just after a refill: one run's 140 pings get within
+    # 132-136.4 ms, with this host's profile or the default one, so the bound is checked over the two
+    # replications the validation runs, and never exceeded)
     runs = measured()[("sender", "htb", "20mbit", 2, "cubic", ())]
-    sim, = simulate(runs[0]["args"], reps=1)
-    assert sim["ping_max_ms"] == pytest.approx(5 * 68130 * 8 / 20e6 * 1e3, rel=0.02)
-    assert sim["ping_mean_ms"] == pytest.approx(np.mean([r["summary"]["ping_mean_ms"] for r in runs]), rel=0.10)
+    sims = simulate(runs[0]["args"], reps=2)
+    bound = 5 * 68130 * 8 / 20e6 * 1e3
+    assert max(s["ping_max_ms"] for s in sims) == pytest.approx(bound, rel=0.02)
+    assert all(s["ping_max_ms"] <= 1.01 * bound for s in sims)
+    assert sims[0]["ping_mean_ms"] == pytest.approx(np.mean([r["summary"]["ping_mean_ms"] for r in runs]), rel=0.10)
