@@ -3,6 +3,7 @@
 # links cbr*/cl*/cr*/cva/cvb of its own, removed at the end): what one bridge + veth hop adds to a ping's
 # round trip on a hot core (0.2 ms apart) and after an idle exit (10 ms apart: the core halts between pings).
 #   sudo validation/chain_ping/probe.sh N    (N = 1..4; prints one ping summary line per interval)
+#   INTERVALS="0.002 0.005" sudo -E validation/chain_ping/probe.sh N    (other intervals, seconds)
 N=${1:?usage: probe.sh N (bridges, 1-4)}
 [ "$(id -u)" = 0 ] || { echo "probe.sh: needs root (ip netns, ip link); run it with sudo" >&2; exit 1; }
 cleanup() {
@@ -28,7 +29,7 @@ for ns in cpa:1 cpb:2; do
 done
 sleep 2                                   # the bridges' ports leave the listening state
 ip netns exec cpa ping -c 20 -i 0.2 -q 10.99.0.2 >/dev/null
-for iv in 0.0002 0.001 0.01; do
+for iv in ${INTERVALS:-0.0002 0.001 0.01}; do
   c=$(python3 -c "print(int(min(2000, 2 / $iv)))")
   echo "N=$N interval=$iv $(ip netns exec cpa ping -c "$c" -i "$iv" -q 10.99.0.2 | tail -1)"
 done
