@@ -281,6 +281,15 @@ def fit_uml_state(cfg: Config, meas: dict, path: Path, data: Path, base_path: Pa
     return doc["fit"]
 
 
+def watchdog_text(prof: dict) -> str:
+    """The qdisc watchdog's lateness of a profile (as read_profile gives it), as the report's fit summary
+    states it: the fitted stall, else the parameter as written."""
+    stall = prof.get("fit", {}).get("watchdog_stall")
+    if stall:
+        return f"late with probability {stall['p']:.3f}, uniform up to {stall['max_ms']:.2f} ms (else on time)"
+    return prof["params"].get("qdisc.watchdog_latency", "0us")
+
+
 def watchdog_stall(p: float, top: float) -> dict:
     """``qdisc.watchdog_latency`` as drawn per watchdog: on time with probability 1 - p, else late by a
     time uniform up to ``top`` seconds (the instance's process not scheduled by the host meanwhile)."""
@@ -457,12 +466,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
             upcall = fit_upcall(json.loads((DATAPATH / "results.json").read_text()))
         fit_uml(runner, cfgs["pfifo_fast"], meas["pfifo_fast"], path, data, upcall)
     prof = read_profile(path)
-    fit = prof["fit"]
-    stall = fit.get("watchdog_stall")
-    tb.fit = {"params": {"CPU costs x (UML's slower CPU)": f"{fit.get('cpu_factor', float('nan')):.2f}",
-                         "qdisc.watchdog_latency": (f"late with probability {stall['p']:.3f}, uniform up to "
-                                                    f"{stall['max_ms']:.2f} ms (else on time)" if stall else
-                                                    prof["params"].get("qdisc.watchdog_latency", "0us"))}}
+    tb.fit = {"params": {"CPU costs x (UML's slower CPU)": f"{prof['fit'].get('cpu_factor', float('nan')):.2f}",
+                         "qdisc.watchdog_latency": watchdog_text(prof)}}
     profile_ref = str(path)
     sims = runner.run(list(cfgs.values()), profile_ref, reps=settings.reps, seed=2031,
                       sample_keys={"ping:rtt"})
@@ -498,11 +503,9 @@ def thin_flow(runner: Runner, settings: Settings, names: list[str],
     summary = _compare(tb, cfgs, meas, sims, FITTED)
     _thin_flow_rows(tb, df, cfgs, sims, FITTED)
     cpu_rows(tb, df, cfgs, sims)
-    fit = read_profile(path).get("fit", {})
-    stall = fit.get("watchdog_stall")
-    if stall:
-        tb.fit = {"params": {"qdisc.watchdog_latency": f"late with probability {stall['p']:.3f}, uniform up to "
-                                                       f"{stall['max_ms']:.2f} ms (else on time)"}}
+    prof = read_profile(path)
+    if prof.get("fit", {}).get("watchdog_stall"):
+        tb.fit = {"params": {"qdisc.watchdog_latency": watchdog_text(prof)}}
     tb.notes += ranking_notes(summary)
     tb.notes.append(
         "**The thin flow's one-way delay** is the mean over its whole run (1-8 s into the load, iperf2's server "
