@@ -53,6 +53,8 @@ SCHEMA: dict[str, str] = {
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
     # a long-idle core's way out of its idle state, and how long idle counts as long (ovssim/cpu/pool.py)
     "host.idle_exit": "dist", "host.idle_exit_after": "time",
+    # and how much slower its work runs just after (the first host.cold_work of it, as a warm core runs it)
+    "host.cold_factor": "factor", "host.cold_work": "time",
     # batching (issue 15): a NAPI poll's fixed cost apart from each frame's and each byte's,
     # software segmentation per segment and per checksummed byte
     "nic.cpu_per_poll": "time", "nic.cpu_per_packet": "time",
@@ -92,7 +94,7 @@ CPU_COSTS: frozenset[str] = frozenset((
     "linux_bridge.forward", "patch.translate", "patch.cpu_per_packet", "veth.cpu_per_packet", "veth.cpu_per_byte",
     "nic.cpu_per_poll", "nic.cpu_per_packet", "nic.cpu_per_byte", "gso.cpu_per_segment", "gso.cpu_per_byte",
     "app.send_per_packet", "app.recv_per_packet", "app.rr_processing", "app.send_per_call",
-    "app.send_per_byte", "app.recv_per_byte",
+    "app.send_per_byte", "app.recv_per_byte", "host.cold_work",
     *(f"vif.{k}.{c}" for k in VIF_KINDS for c in ("cpu_per_packet", "cpu_per_byte")),
     *(f"qdisc.{q}.cpu_per_packet" for q in QDISC_KINDS),
 ))
@@ -105,11 +107,12 @@ LATENCIES: frozenset[str] = frozenset(("host.stack_delay", "app.wakeup", "app.id
                                        "host.idle_exit"))
 # latency_index: the speed of those wake-ups relative to a reference (reference RTT / this state's RTT of a ping
 # through the simplest path: 1.0 the reference, 2.0 half its latency); ovssim/validate/local.py measured_state.
-# idle_exit_us: the collector's measured idle exit (ovssim/collect/state.py), where the data have one.
+# idle_exit_us: the collector's measured idle exit (ovssim/collect/state.py), where the data have one;
+# pingpong_us / pingpong_rtt_us: its hot ping-pong's time per exchange and mean RTT (ovssim/validate/cold.py).
 # cpu_busy: the share of the host's cores busy with other work while the data were taken (the collector's
 # cpu_busy of runs whose own tool uses next to no CPU, such as ping): what the netdev thread's wake-up after
 # idling finds (ovssim/path/datapath.py, idle_stall_state); 1 when a profile does not state it
-STATE_KEYS = {"speed_index", "latency_index", "idle_exit_us", "loadavg", "steal_share", "cpu_busy", "data", "note"}
+STATE_KEYS = {"speed_index", "latency_index", "idle_exit_us", "pingpong_us", "pingpong_rtt_us", "loadavg", "steal_share", "cpu_busy", "data", "note"}
 
 
 def _check_busy_share(busy, source) -> None:
@@ -217,10 +220,13 @@ class Profile:
             elif kind == "prob":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
                     raise ValueError(f"{value!r} is not a probability between 0 and 1")
+            elif kind == "factor":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= 100:
+                    raise ValueError(f"{value!r} is not a slow-down factor between 1 and 100")
         except ConfigError as exc:
             raise ConfigError(exc.problem, file=source, key=f"params.{key}", fix=exc.fix) from None
         except ValueError as exc:
-            example = {"time": '"5us"', "size": '"128k"', "int": "1", "prob": "0.2"}.get(kind, "1")
+            example = {"time": '"5us"', "size": '"128k"', "int": "1", "prob": "0.2", "factor": "3.2"}.get(kind, "1")
             raise ConfigError(f"bad value: {exc}", file=source, key=f"params.{key}",
                               fix=f"give a {kind} (e.g. {example})") from None
 
@@ -262,6 +268,9 @@ class Profile:
                 data = _read_toml(c)
                 prof = data.get("profile", {})
                 base_ref = prof.get("base", "default") if isinstance(prof, dict) else "default"
+                if isinstance(base_ref, str) and not base_ref.endswith(".toml") and (
+                        c.parent / f"{base_ref}.toml").is_file():
+                    base_ref = c.parent / f"{base_ref}.toml"   # a base named by name: its sibling first
                 base = None if base_ref in (None, "none") else (
                     cls.default() if base_ref == "default" else
                     cls._load(base_ref, c.parent, chain + (c.resolve(),)))
@@ -368,6 +377,9 @@ class Profile:
         return int(self.params[key])
 
     def prob(self, key: str) -> float:
+        return float(self.params[key])
+
+    def factor(self, key: str) -> float:
         return float(self.params[key])
 
 

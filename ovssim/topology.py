@@ -88,7 +88,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         pmd = h["name"] in pmd_hosts
         topo.hosts[h["name"]] = CpuPool(env, h["cores"] - pmd, h["name"], backlog_limit=backlog,
                                         idle_exit=profile.sampler("host.idle_exit", rng(f"{h['name']}.idle_exit")),
-                                        idle_exit_after=profile.time("host.idle_exit_after"))
+                                        idle_exit_after=profile.time("host.idle_exit_after"),
+                                        cold_factor=profile.factor("host.cold_factor"),
+                                        cold_work=profile.time("host.cold_work"))
         pool = topo.hosts[h["name"]]
         if h.get("sched_slice"):
             pool.slice = h["sched_slice"]

@@ -8,6 +8,8 @@ before and after every campaign, how fast the host was at the time:
   veth pair the echo request is delivered and answered in the sender's softirq (``veth_xmit`` ->
   ``__netif_rx``; ``icmp_echo`` replies from ``net/ipv4/icmp.c`` without waking a process), so the rate
   measures the kernel's per-packet path cost on one core plus the ping process's own send/receive calls.
+  Its mean RTT (``veth_pingpong_rtt_us``) is one echo's work on a warm core: what the spaced ping below runs
+  cold (:mod:`ovssim.validate.cold`).
 * **spaced veth ping RTT**: ``ping -c 30 -i 0.01`` over the same pair -- one echo every 10 ms, so each finds
   the cores as a real workload's packets do (an idle core halted, a busy one running another task): the
   wake-up latencies the hot ping-pong never pays, which moved by x3 between two quiet evenings of one speed
@@ -155,14 +157,16 @@ def reap_stale() -> list[str]:
     return reaped
 
 
-def veth_pingpong_rate(pair: VethPair, count: int = PINGS) -> float:
-    """Echo round trips per second of ``ping -f -c count`` across ``pair`` (ping's own elapsed time)."""
+def veth_pingpong(pair: VethPair, count: int = PINGS) -> tuple[float, float | None]:
+    """Echo round trips per second of ``ping -f -c count`` across ``pair`` (ping's own elapsed time), and their
+    mean RTT in microseconds (the warm work of one echo, ovssim/validate/cold.py; None if ping printed none)."""
     res = run(["ip", "netns", "exec", pair.ns[0], "ping", "-f", "-q", "-c", str(count), pair.addr[1]],
               timeout=60)
     got, ms = _RECEIVED.search(res.stdout), _TIME_MS.search(res.stdout)
     if not got or not ms or int(ms.group(1)) == 0:
         raise CommandError(res.argv, res.returncode, f"unexpected ping output: {res.stdout[-200:]}")
-    return int(got.group(1)) / (int(ms.group(1)) / 1000.0)
+    avg = _RTT_AVG.search(res.stdout)
+    return int(got.group(1)) / (int(ms.group(1)) / 1000.0), float(avg.group(1)) * 1000.0 if avg else None
 
 
 def veth_ping_rtt(pair: VethPair, count: int = SPACED_PINGS, interval: float = SPACED_INTERVAL) -> float:
@@ -206,17 +210,22 @@ def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = 
     load = os.getloadavg()
     s0 = _steal_jiffies()
     t0 = time.perf_counter()
-    ping_rates, cpu_rates, rtts, copies = [], [], [], []
+    ping_rates, hot_rtts, cpu_rates, rtts, copies = [], [], [], [], []
     with VethPair() as pair:
         run(["ip", "netns", "exec", pair.ns[0], "ping", "-c", "1", "-W", "1", pair.addr[1]], check=False)
         for _ in range(repeats):
-            ping_rates.append(veth_pingpong_rate(pair, pings))
+            rate, hot = veth_pingpong(pair, pings)
+            ping_rates.append(rate)
+            if hot is not None:
+                hot_rtts.append(hot)
             cpu_rates.append(cpu_loop_rate(cpu_seconds))
             rtts.append(veth_ping_rtt(pair))
             copies.append(memory_copy_rate(copy_seconds))
     s1 = _steal_jiffies()
     bench = {"veth_pingpong_per_s": spread(ping_rates), "cpu_sha256_mib_per_s": spread(cpu_rates),
              "veth_ping_rtt_us": spread(rtts), "memcpy_mib_per_s": spread(copies)}
+    if hot_rtts:
+        bench["veth_pingpong_rtt_us"] = spread(hot_rtts)
     return {
         "time": started,
         "benchmark_seconds": round(time.perf_counter() - t0, 2),

@@ -18,7 +18,12 @@ softirq, took 4 us when sent every 0.1-0.3 ms, 12 us every 1 ms, 17 us every 3 m
 10-30 ms, min 29 and max 89 us with 10 us mean deviation at 10 ms (``ping -i``, 28 Nov); the collector's
 spaced-ping benchmark records the step per campaign (:mod:`ovssim.collect.state`).  Work that keeps a
 core busy -- a bulk flow, back-to-back requests -- never pays it.  It is latency, not CPU work: ``busy``
-does not count it.
+does not count it.  The work that follows runs slower at first (``cold_factor`` times, for its first
+``cold_work`` seconds as a warm core would run them): the idle state lost the core's caches and TLBs, so a
+packet's path after a long idle costs more per element than the same path on a busy core.  Measured on this
+machine (``validation/chain_ping/probe.sh``, data/local/2026-11-28-chainping): each bridge + veth hop added
+1.2 us per direction to pings 0.2 ms apart and 3.8 us to pings 10 ms apart.  That part is CPU work: ``busy``
+counts it.
 
 ``backlog_limit`` bounds the work waiting for a core, like the per-CPU input
 queue ``net.core.netdev_max_backlog`` (default 1000, net/core/dev.c); work
@@ -56,7 +61,8 @@ class CpuPool:
     def __init__(self, env, cores: int = 1, name: str = "cpu", *,
                  backlog_limit: int | None = NETDEV_MAX_BACKLOG, speed: float = 1.0,
                  slice: float | None = None, context_switch: float = CONTEXT_SWITCH,
-                 idle_exit=None, idle_exit_after: float = IDLE_EXIT_AFTER):
+                 idle_exit=None, idle_exit_after: float = IDLE_EXIT_AFTER, cold_factor: float = 1.0,
+                 cold_work: float = 0.0):
         if cores < 1:
             raise ValueError(f"{name}: a host needs at least one core, got {cores}")
         if not speed > 0:
@@ -67,6 +73,13 @@ class CpuPool:
         self.idle_exit = idle_exit if idle_exit is not None and not idle_exit.const == 0.0 else None
         self.idle_exit_after = idle_exit_after
         self.idle_exits = 0
+        if not cold_factor >= 1.0 or not cold_work >= 0.0:
+            raise ValueError(f"{name}: cold_factor must be >= 1 and cold_work >= 0 seconds, got "
+                             f"{cold_factor!r} and {cold_work!r}")
+        # after a long idle the core's first cold_work seconds of work run cold_factor times slower
+        self.cold_factor = cold_factor
+        self.cold_work = cold_work if cold_factor > 1.0 else 0.0
+        self._cold_left = [0.0] * cores   # per core, the (warm) work still to run cold
         self.env = env
         self.name = name
         self.cores = cores
@@ -139,9 +152,14 @@ class CpuPool:
         arr = t if arrival is None else arrival
         if t >= free_at:
             start = t
-            if self.idle_exit is not None and t - free_at >= self.idle_exit_after:
-                start = t + self.idle_exit.next()     # the core wakes from a long idle first
-                self.idle_exits += 1
+            if t - free_at >= self.idle_exit_after:
+                if self.idle_exit is not None:
+                    start = t + self.idle_exit.next()     # the core wakes from a long idle first
+                    self.idle_exits += 1
+                if self.cold_work:
+                    self._cold_left[core] = self.cold_work
+            if self._cold_left[core]:
+                work = self._cold(core, work)
             done = start + work
         elif ahead and not self.contended and arr < self._ahead_arrival[core]:
             # some booked-ahead work arrived after this: maybe a gap before it (else all arrived
@@ -149,6 +167,8 @@ class CpuPool:
             start, done, early = self._fit(core, t, work, now, arr)
         else:
             start = free_at
+            if self._cold_left[core]:
+                work = self._cold(core, work)
             done = start + work
         starts = self._starts[core]
         waiting = 0
@@ -205,6 +225,14 @@ class CpuPool:
         if self.tx_ctx is not None and thread is None:
             self._carried(key, done)
         return done
+
+    def _cold(self, core: int, work: float) -> float:
+        """``work`` as it runs on ``core`` while some of its cold start is left: that much of it
+        ``cold_factor`` times slower (the caches and TLBs the idle state lost refill as the work runs)."""
+        left = self._cold_left[core]
+        slow = work if work < left else left
+        self._cold_left[core] = left - slow
+        return work + slow * (self.cold_factor - 1.0)
 
     def _carried(self, key: int | None, done: float) -> None:
         """Softirq work of the sending task's flow (``key``) while a datagram is carried: its sendto() ends

@@ -27,7 +27,7 @@ from ..fit.profile_writer import machine_state_of
 from ..profile import Profile
 from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, shown
 from .compare import Comparison, mean_ci
-from .local import METRICS, WORKLOADS, _config, idle_exit_spec, load_measured
+from .local import METRICS, WORKLOADS, _config, idle_exit_of, idle_exit_spec, load_measured
 from .simulate import Runner
 
 QUIET = ROOT / "data" / "local" / "2026-11-27-quiet"     # collected on an idle machine (speed index ~0.93)
@@ -239,6 +239,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
                     c.scenario["scenario"]["speed_index"] = index
                 cfgs.append(c)
         exit_us = state.get("idle_exit_us")       # measured by the collector: the day's own idle exit
+        if exit_us is not None:                   # less its own cold work, which host.cold_factor adds back
+            exit_us = idle_exit_of(state)[0] * 1e6
         sims = runner.run(cfgs, str(profile), reps=settings.reps, seed=2026,
                           overrides={"host.idle_exit": idle_exit_spec(exit_us * 1e-6)} if exit_us is not None else None)
         _rows(tb, df, cfgs, sims, name, lambda c, wl: "in-sample" if estimated and (c.label, wl) == INDEX_ROW
@@ -248,7 +250,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, fit_data: Path = 
                             ", estimated: no machine state was measured (collected before the collector measured "
                             "it), so the index is the Linux bridge's offloads-off TCP throughput over the fit "
                             "data's, and that row is in-sample" if estimated else "")
-                        + (f"; host.idle_exit {exit_us} us, as the collector measured it" if exit_us is not None
+                        + (f"; host.idle_exit {exit_us:.1f} us, from the collector's measurement" if exit_us is not None
                            else "") + ".")
     tb.split = (f"Fitted: two parameters on the two 128 KiB rows of {shown(fit_data)} (quiet machine): "
                 "`app.send_per_call` on offloads on, `gso.cpu_per_segment` on offloads off.  Measured there, not "

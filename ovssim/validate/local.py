@@ -29,6 +29,7 @@ import pandas as pd
 from ..fit.calibrate import Param, Target
 from . import plots
 from .base import ROOT, shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
+from .cold import cold_start, warm_exit
 from .compare import Comparison, ks_distance, mean_ci
 from .simulate import Config, Runner
 
@@ -175,22 +176,39 @@ def idle_exit_spec(mean: float) -> dict:
 def idle_exit_of(state: dict) -> tuple[float, str]:
     """``host.idle_exit`` (s) for a day of ``state``, and where it comes from: the collector's measurement
     where the day's campaign has one, else the one of :data:`IDLE_EXIT_DATA` moved to the day's latency index
-    (it is a wake-up latency, :data:`ovssim.profile.LATENCIES`): measured x that campaign's index / the day's."""
+    (it is a wake-up latency, :data:`ovssim.profile.LATENCIES`): measured x that campaign's index / the day's.
+    Either way less the spaced ping's own cold work (:func:`ovssim.validate.cold.warm_exit`), which the
+    profile's ``host.cold_factor`` adds back."""
+    cold = cold_start()
     if state.get("idle_exit_us") is not None:
-        return state["idle_exit_us"] * 1e-6, "measured by the collector's spaced veth ping (ovssim/collect/state.py)"
-    ref_us, ref_index = _reference_idle_exit()
-    value = ref_us * 1e-6 * ref_index / state["latency_index"]
+        step, exchange, work = state["idle_exit_us"] * 1e-6, state.get("pingpong_us"), state.get("pingpong_rtt_us")
+        value = warm_exit(step, None if exchange is None else exchange * 1e-6, cold,
+                          None if work is None else work * 1e-6)
+        return value, (f"measured by the collector's spaced veth ping (ovssim/collect/state.py): {step * 1e6:.1f} us"
+                       + _less_cold(exchange, cold, work))
+    ref_us, ref_index, ref_exchange = _reference_idle_exit()
+    warm = warm_exit(ref_us * 1e-6, None if ref_exchange is None else ref_exchange * 1e-6, cold)
+    value = warm * ref_index / state["latency_index"]
     return value, (f"estimated: {ref_us:.1f} us measured on {shown(IDLE_EXIT_DATA)} (latency index "
-                   f"{ref_index:.3f}) moved to this day's latency index {state['latency_index']:.3f}")
+                   f"{ref_index:.3f}){_less_cold(ref_exchange, cold)}, moved to this day's latency index "
+                   f"{state['latency_index']:.3f}")
+
+
+def _less_cold(exchange_us: float | None, cold, work_us: float | None = None) -> str:
+    ex = f"its hot ping-pong's {exchange_us:.1f} us per exchange" if exchange_us is not None else "nothing"
+    work = (f"{work_us:.1f} us, the hot ping-pong's RTT" if work_us is not None else
+            f"{cold.veth_rtt_us:.1f} us, the chain probe's")
+    return (f", plus {ex}, less the spaced ping's warm work ({work}) x the cold factor "
+            f"{cold.factor:.2f} (ovssim/validate/cold.py)")
 
 
 @lru_cache(maxsize=1)
-def _reference_idle_exit() -> tuple[float, float]:
-    """:data:`IDLE_EXIT_DATA`'s measured idle exit (us) and its latency index, read once per process (every
-    day without a measurement of its own is moved from it)."""
+def _reference_idle_exit() -> tuple[float, float, float | None]:
+    """:data:`IDLE_EXIT_DATA`'s measured idle exit (us), its latency index and its hot ping-pong's time per
+    exchange (us), read once per process (every day without a measurement of its own is moved from it)."""
     from ..fit.profile_writer import machine_state_of
     ref = machine_state_of([IDLE_EXIT_DATA / "results.csv.gz"])
-    return ref["idle_exit_us"], REFERENCE_PING / _linux_ping(load_measured(IDLE_EXIT_DATA))
+    return ref["idle_exit_us"], REFERENCE_PING / _linux_ping(load_measured(IDLE_EXIT_DATA)), ref.get("pingpong_us")
 
 
 def _linux_ping(d: pd.DataFrame) -> float:
@@ -270,13 +288,16 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
               # so a busy state does not pay it), on a busy one a running core's (app.wakeup)
               Param.parse("app.wakeup=0.1us..60us" if state["cpu_busy"] > 0.5 else "app.idle_wake=0.1us..60us")]
     idle_exit, idle_src = idle_exit_of(state)
+    cold = cold_start()
     host = fit_profile(runner, settings, name=host_name, configs=fit_cfgs, params=params, targets=targets,
-                       data_files=data_files, state=state, fixed={"host.idle_exit": idle_exit_spec(idle_exit)},
+                       data_files=data_files, state=state,
+                       fixed={"host.idle_exit": idle_exit_spec(idle_exit), "host.cold_factor": cold.factor},
                        description=f"This machine's namespace testbed ({title}; 2 shared cores; OVS 3.1 netdev "
                                    "datapath and Linux bridge): fitted on single-bridge unshaped runs only",
                        method_note="targets: iperf3 TCP throughput and qperf tcp_lat RTT of the 1-bridge, "
                                    "qdisc=none runs of OVS and Linux bridge, and the Linux bridge's ping mean; "
                                    f"host.idle_exit fixed: mean {idle_exit * 1e6:.1f} us, {idle_src}; "
+                                   f"{cold.describe()}; "
                                    "sigma = std/sqrt(n) of the runs",
                        x0=X0_BUSY if state["cpu_busy"] > 0.5 else X0_QUIET, max_evals=54)
     # -- stage 2: the netdev thread's wake-up after idling, on the 1-bridge OVS ping mean, stage 1 fixed ------

@@ -21,7 +21,7 @@ def value(prof, key):
     kind = SCHEMA[key]
     if kind == "dist":
         return prof.dist(key).mean()
-    return {"time": prof.time, "size": prof.size, "int": prof.int, "prob": prof.prob}[kind](key)
+    return {"time": prof.time, "size": prof.size, "int": prof.int, "prob": prof.prob, "factor": prof.factor}[kind](key)
 
 
 def test_scaling_changes_the_cpu_costs_and_nothing_else():
