@@ -471,7 +471,6 @@ def test_a_reader_stall_withholds_the_acks_and_bbr_aggregation_grows_the_cwnd(ma
         send_ack(now)
     s.receiver.send_ack = record
     c.bulk(2.0)
-    before = []
     p.env.run(until=stall[0])
     b = c.sender.cc
     agg0, skb_max = b.aggregation_cwnd(), max(n for t, n in log if t > 1.0)
@@ -480,6 +479,6 @@ def test_a_reader_stall_withholds_the_acks_and_bbr_aggregation_grows_the_cwnd(ma
     in_stall = [n for t, n in log if stall[0] < t < stall[1]]
     assert not in_stall                                     # no ACK while the data sits unread
     cumulative = max(n for t, n in log if stall[1] <= t <= stall[1] + 1e-6)
-    assert cumulative > 2 * c.sender.mss * 10              # the read ACKs everything that arrived meanwhile
+    assert cumulative > 20 * c.sender.mss                  # the read ACKs everything that arrived meanwhile
     assert b.aggregation_cwnd() > max(agg0, skb_max // c.sender.mss)
     assert c.sender.cwnd > before[0]
