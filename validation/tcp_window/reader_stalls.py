@@ -67,9 +67,13 @@ def main():
     ap.add_argument("--match", default="", help="only rows whose label contains this")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--base", type=float, default=25e-6, help="the model's own ACK path (s), taken off")
+    ap.add_argument("--constant", type=float, help="every read this long (s) after the data: no stalls")
     a = ap.parse_args()
-    delays = np.concatenate([ack_delays(f) for f in sorted(TRACES.glob("*.tcp_probe.txt.gz"))])
-    delays = np.clip(delays - a.base, 0.0, None)
+    if a.constant is not None:
+        delays = np.array([a.constant])
+    else:
+        delays = np.concatenate([ack_delays(f) for f in sorted(TRACES.glob("*.tcp_probe.txt.gz"))])
+        delays = np.clip(delays - a.base, 0.0, None)
     print(f"{len(delays)} delays: median {1e6 * np.median(delays):.0f} us, p99 {1e6 * np.percentile(delays, 99):.0f} us, "
           f"> 1 ms {np.mean(delays > 1e-3):.4f}, max {1e3 * delays.max():.1f} ms")
     rng = np.random.default_rng(7)
