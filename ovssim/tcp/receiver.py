@@ -18,6 +18,17 @@ What it models (net/ipv4/tcp_input.c: ``tcp_data_queue``, ``__tcp_ack_snd_check`
   down to whole segments, and never shrinking its right edge.
 * Timestamps (RFC 7323): ``TS.Recent`` is taken from the segment that
   starts at the last ACK sent, so RTT samples include the delayed-ACK wait.
+* A reader that is not instantaneous (``read_delay``, off by default): the application reads the
+  queued data ``read_delay()`` after it is queued (its wake-up; one read takes all that is queued),
+  and until then the data is unread (``rcv_nxt - copied_seq``) and takes its room from the window.
+  ``__tcp_ack_snd_check`` then sends the every-second-segment ACK only if nothing is unread
+  (``rcv_nxt - copied_seq < sk_rcvlowat``) or the window ``__tcp_select_window`` would offer now is at
+  least the one last advertised (``tp->rcv_wnd``) -- "tcp_recvmsg() will send ACK otherwise": the
+  read's ``tcp_cleanup_rbuf`` sends it (more than one segment not yet ACKed, or the window at least
+  doubled).  Behind a shaper that releases 64 KB GSO skbs, the free space is above ``rcv_ssthresh``
+  by less than one skb, so every ACK waits for the reader, and a reader that is not scheduled for a
+  few milliseconds withholds every ACK of that time: the sender gets one cumulative ACK, which BBR's
+  ``bbr_update_ack_aggregation`` turns into a larger cwnd (data/local/tcp_window/2026-11-28-bbr).
 """
 from __future__ import annotations
 
@@ -71,6 +82,13 @@ class TcpReceiver:
         self.dup_segments = 0
         self.on_deliver = None      # callback(nbytes, now): the application reads
         self.autotune = None        # buffers.ReceiveBuffer when the application set no SO_RCVBUF
+        # the reading application (module docstring): None reads at once (copied_seq follows rcv_nxt);
+        # a callable gives the delay (s) from data queued to the read that takes it
+        self.read_delay = None
+        self.copied_seq = 0         # tp->copied_seq (with read_delay only)
+        self._read_at = INF
+        self.rcv_wnd = 0            # tp->rcv_wnd: the window the last ACK advertised (with read_delay only)
+        self.reader_acks = 0        # ACKs tcp_cleanup_rbuf sent after a read
         self._right_edge = self._compute_window()
         self._win = self._right_edge
         self._win_at = 0
@@ -84,6 +102,14 @@ class TcpReceiver:
 
     def window(self) -> int:
         """``tcp_select_window``: free space, never moving the right edge left."""
+        if self.read_delay is not None:
+            self._win_at = -1               # no cached answer: unread data moves the window too
+            win = self._offer()
+            right = self.rcv_nxt + win
+            if right < self._right_edge:
+                return self._right_edge - self.rcv_nxt
+            self._right_edge = right
+            return win
         if not self.ofo_bytes:
             if self.rcv_nxt == self._win_at:
                 return self._win
@@ -103,6 +129,59 @@ class TcpReceiver:
             self._win_at = self.rcv_nxt
             self._win = win
         return win
+
+    def _offer(self) -> int:
+        """``__tcp_select_window``'s window (before ``tcp_select_window`` keeps the right edge): the free
+        space, ``tcp_space`` -- the buffer's window less the unread and out-of-order data -- at most
+        ``rcv_ssthresh`` (and the clamp), in whole segments."""
+        held = self.rcv_nxt - self.copied_seq + self.ofo_bytes
+        auto = self.autotune
+        if auto is not None:
+            free = auto.win_from_space(auto.sk_rcvbuf) - held
+            cap = auto.rcv_ssthresh if auto.rcv_ssthresh < auto.window_clamp else auto.window_clamp
+            if free > cap:
+                free = cap
+        else:
+            free = self.rcvbuf - held
+        if free >= self.mss:
+            free -= free % self.mss
+        return free if free > 0 else 0
+
+    def _queued(self, now: float) -> None:
+        """In-order data queued for the application: read at once, or at the reader's next read."""
+        if self.read_delay is None:
+            self.copied_seq = self.rcv_nxt
+        elif self._read_at == INF:
+            self._read_at = now + self.read_delay()
+            call_at(self.env, self._read_at, self._app_read)
+
+    def _app_read(self, _=None) -> None:
+        """The reader takes everything queued (``tcp_recvmsg``), then ``tcp_cleanup_rbuf``: an ACK if one is
+        scheduled and more than one segment is unacknowledged ("Once-per-two-segments ACK was not sent by
+        tcp_input.c"), or if the read lets the window at least double (``2 * rcv_window_now <=
+        window_clamp`` and the new window >= 2 x ``tcp_receive_window``)."""
+        now = self.env._now
+        self._read_at = INF
+        copied = self.rcv_nxt - self.copied_seq
+        self.copied_seq = self.rcv_nxt
+        time_to_ack = self.ack_pending and self.rcv_nxt - self.rcv_wup > self.mss
+        if copied > 0 and not time_to_ack:
+            now_win = self.rcv_wup + self.rcv_wnd - self.rcv_nxt          # tcp_receive_window
+            clamp = self.autotune.window_clamp if self.autotune is not None else self.rcvbuf
+            if 2 * now_win <= clamp:
+                new = self._offer()
+                time_to_ack = new > 0 and new >= 2 * now_win
+        if time_to_ack:
+            self.reader_acks += 1
+            self.send_ack(now)
+
+    def _ack_now_ok(self) -> bool:
+        """``__tcp_ack_snd_check``'s condition on the every-second-segment ACK, past "more than one full
+        frame received": nothing unread, or the right edge advances far enough (the window offered now
+        at least ``tp->rcv_wnd``)."""
+        if self.rcv_nxt - self.copied_seq < 1:             # sk_rcvlowat = 1
+            return True
+        return self._offer() >= self.rcv_wnd
 
     # -- data in -------------------------------------------------------------------------
     def on_data(self, pkt, now: float) -> None:
@@ -132,6 +211,8 @@ class TcpReceiver:
             if self.autotune is not None and self.autotune.on_data(end, end - rcv_nxt, pkt.ts_ecr, now):
                 self.rcvbuf = self.autotune.window()
                 self._win_at = -1           # the cached window is stale
+            if self.read_delay is not None:
+                self._queued(now)
         elif end <= rcv_nxt:
             # a retransmission of data already here: quick-ACK mode and an ACK now
             # (tcp_data_queue -> tcp_enter_quickack_mode, tcp_send_dupack)
@@ -152,7 +233,9 @@ class TcpReceiver:
             return
         if self.rcv_wup == self.rcv_nxt and not self.ack_pending:
             return                      # the application's reply already carried the ACK
-        if immediate or self.quick > 0 or self.rcv_nxt - self.rcv_wup > self.mss:
+        if (immediate or self.quick > 0
+                or (self.rcv_nxt - self.rcv_wup > self.mss
+                    and (self.read_delay is None or self._ack_now_ok()))):
             if self.quick > 0:
                 self.quick -= 1
             self.send_ack(now)
@@ -170,6 +253,8 @@ class TcpReceiver:
         self.bytes_received += n
         if self.on_deliver is not None:
             self.on_deliver(n, now)
+        if self.read_delay is not None:
+            self._queued(now)
 
     def _add_ofo(self, s: int, e: int) -> None:
         """Queue ``[s, e)`` out of order, merged with the intervals it overlaps or touches.
@@ -249,7 +334,8 @@ class TcpReceiver:
         pkt.ts_val = now
         pkt.ts_ecr = self.ts_recent
         pkt.rwnd = (self._win if self.rcv_nxt == self._win_at and not self.ofo_bytes
-                    else self.window())
+                    and self.read_delay is None else self.window())
+        self.rcv_wnd = pkt.rwnd
         if self.sack and self.ofo:
             blocks = self._sack_blocks()
             pkt.sack = blocks
@@ -264,6 +350,8 @@ class TcpReceiver:
         """Outgoing data carries the ACK (``tcp_event_ack_sent``)."""
         self.ack_pending = False
         self.rcv_wup = self.last_ack_sent = self.rcv_nxt
+        if self.read_delay is not None:
+            self.rcv_wnd = self.window()
 
     def _delack_fire(self, _=None) -> None:
         self._delack_ev = None

@@ -405,3 +405,80 @@ def test_a_write_on_an_idle_connection_makes_app_limited_samples_and_an_ack_does
     assert b.rate.snaps[0][5] is True
     p.env.run(until=0.3)
     assert b.full_bw > 0.0 and b.rate.app_limited == 0
+
+
+def _htb_bbr_flow(make_path, rate="100mbit", read_delay=None):
+    """One BBR flow behind an HTB that releases the GSO skbs whole (the bridge placement of
+    validation/tcp_window: the shaper after a veth, TCP Small Queues not binding); ``read_delay``: the
+    receiving application's delay from data queued to the read that takes it (None: reads at once)."""
+    from ovssim.path.port import EgressPort
+    htb = {"kind": "htb", "default": "10",
+           "classes": [{"classid": "1:10", "parent": "1:", "rate": rate, "ceil": rate}]}
+    p = make_path(rate=10e9, delay=25e-6, limit=1000)
+    p.a.out = EgressPort(p.env, 10e9, htb, out=p.b, prop_delay=25e-6, name="htb")
+    p.a.gso = True
+    c, s = connect(p.env, p.a, p.b, 5001, cc="bbr")
+    if read_delay is not None:
+        s.receiver.read_delay = lambda: read_delay(p.env.now)
+    return p, c, s
+
+
+def test_acks_of_whole_gso_skbs_wait_for_the_reader_when_the_window_cannot_advance(make_path):
+    """__tcp_ack_snd_check sends the every-second-segment ACK only if nothing is unread or the window
+    __tcp_select_window offers is at least tp->rcv_wnd ("tcp_recvmsg() will send ACK otherwise"): a whole
+    GSO skb of 10-40 segments, unread, takes more room than the free space holds above the advertised
+    window, so the read's tcp_cleanup_rbuf sends the ACK (more than one segment unacknowledged).  This
+    host (tcp_probe, bridge HTB 100 Mbit/s, data/local/tcp_window/2026-11-28-bbr): the sender processes
+    the ACK a median 43 us after the receiver processed the skb, the softirq path alone takes ~25 us.
+    A reader that reads at once (the default) leaves every ACK to the softirq."""
+    p, c, s = _htb_bbr_flow(make_path, read_delay=lambda now: 100e-6)
+    acks = []
+    send_ack = s.receiver.send_ack
+
+    def record(now):
+        acks.append((now, s.receiver.rcv_nxt - s.receiver.copied_seq))
+        send_ack(now)
+    s.receiver.send_ack = record
+    c.bulk(2.0)
+    p.env.run(until=2.0)
+    r = s.receiver
+    steady = [a for a in acks if a[0] > 0.5]
+    assert steady and r.reader_acks >= 0.9 * r.acks_sent
+    assert all(unread == 0 for _, unread in steady)          # sent by the read, after it took the data
+    p2, c2, s2 = _htb_bbr_flow(make_path)
+    c2.bulk(2.0)
+    p2.env.run(until=2.0)
+    assert s2.receiver.reader_acks == 0 and s2.receiver.acks_sent > 0.9 * r.acks_sent
+
+
+def test_a_reader_stall_withholds_the_acks_and_bbr_aggregation_grows_the_cwnd(make_path):
+    """While the reader is not scheduled its data stays unread, so no ACK leaves (__tcp_ack_snd_check);
+    its read sends one cumulative ACK (tcp_cleanup_rbuf), and bbr_update_ack_aggregation counts what that
+    ACK carries beyond BtlBw x the epoch: extra_acked, and with it the cwnd target (bbr_set_cwnd), rises
+    above one skb for the next 5-10 rounds.  Linux on this host (tcp_probe, bridge TBF 100 Mbit/s P1,
+    2026-11-28-bbr): a 5.7 ms stall of the iperf3 server ended in a 46-segment ACK and a cwnd of 72-74
+    where the flow had 56-64."""
+    stall = (1.5, 1.505)
+
+    def reader(now):
+        return stall[1] - now if stall[0] <= now < stall[1] else 50e-6
+    p, c, s = _htb_bbr_flow(make_path, read_delay=reader)
+    log = []
+    send_ack = s.receiver.send_ack
+
+    def record(now):
+        log.append((now, s.receiver.rcv_nxt - s.receiver.rcv_wup))
+        send_ack(now)
+    s.receiver.send_ack = record
+    c.bulk(2.0)
+    p.env.run(until=stall[0])
+    b = c.sender.cc
+    agg0, skb_max = b.aggregation_cwnd(), max(n for t, n in log if t > 1.0)
+    before = (c.sender.cwnd, agg0)
+    p.env.run(until=stall[1] + 0.002)
+    in_stall = [n for t, n in log if stall[0] < t < stall[1]]
+    assert not in_stall                                     # no ACK while the data sits unread
+    cumulative = max(n for t, n in log if stall[1] <= t <= stall[1] + 1e-6)
+    assert cumulative > 20 * c.sender.mss                  # the read ACKs everything that arrived meanwhile
+    assert b.aggregation_cwnd() > max(agg0, skb_max // c.sender.mss)
+    assert c.sender.cwnd > before[0]

@@ -54,9 +54,9 @@ def sniff(dev: str, seconds: float, out: str) -> None:
         doff = (frame[tcp + 12] >> 4) * 4
         payload = tot - ihl - doff
         out_dir = addr[2] == PACKET_OUTGOING
-        if (dport if out_dir else sport) != PORT:
+        if PORT not in (sport, dport):
             continue
-        recs.append((round(t, 6), "out" if out_dir else "in", payload, seq, ack, sport if out_dir else dport))
+        recs.append((round(t, 6), "out" if out_dir else "in", payload, seq, ack, dport if sport == PORT else sport))
     with open(out, "w") as fh:
         json.dump(recs, fh)
 
@@ -105,6 +105,8 @@ def main():
     ap.add_argument("--time", type=int, default=6)
     ap.add_argument("--mss", type=int, default=1448)
     ap.add_argument("--bridge", action="store_true", help="the shaper on a Linux bridge's port (probe.py --bridge)")
+    ap.add_argument("--receiver", action="store_true",
+                    help="also record on the receiver's veth (vb, in its namespace): data skbs in, ACKs out")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[2] / "data/local/tcp_window/ack_train"))
     ap.add_argument("--sniff", nargs=3, metavar=("DEV", "SECONDS", "FILE"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -123,12 +125,20 @@ def main():
         time.sleep(0.5)
         sn = subprocess.Popen([f"ip netns exec {probe.A} {sys.executable} {__file__} --sniff va {a.time + 1} {raw}"],
                               shell=True)
+        raw_rx = f"/tmp/ack_train_rx_{os.getpid()}.json"
+        sn_rx = (subprocess.Popen([f"ip netns exec {probe.B} {sys.executable} {__file__} --sniff vb {a.time + 1} {raw_rx}"],
+                                  shell=True) if a.receiver else None)
         time.sleep(0.3)
         ip = subprocess.run(f"ip netns exec {probe.A} iperf3 -c {probe.IP_B} -C {a.cc} -t {a.time} -J",
                             shell=True, capture_output=True, text=True)
         sn.wait(timeout=a.time + 10)
         srv.wait(timeout=10)
         recs = json.loads(Path(raw).read_text())
+        rx_recs = None
+        if sn_rx is not None:
+            sn_rx.wait(timeout=a.time + 10)
+            rx_recs = json.loads(Path(raw_rx).read_text())
+            Path(raw_rx).unlink(missing_ok=True)
     finally:
         probe.teardown()
         Path(raw).unlink(missing_ok=True)
@@ -137,6 +147,8 @@ def main():
     steady = [r for r in recs if r[0] - t0 > 1.5]          # past startup and drain
     res = {"args": vars(a), "machine": machine, "bps": js["end"]["sum_received"]["bits_per_second"],
            "records": recs, "steady": analyse(steady, a.mss)}
+    if rx_recs is not None:
+        res["rx_records"] = rx_recs                        # on vb: "in" data skbs, "out" ACKs (same clock)
     Path(a.out).mkdir(parents=True, exist_ok=True)
     name = Path(a.out) / f"{'bridge' if a.bridge else 'sender'}_{a.shaper}_{a.rate}_{a.cc}_{int(time.time())}.json.gz"
     with gzip.open(name, "wt") as fh:

@@ -96,6 +96,9 @@ SS_FIELDS = {
     "busy": r"busy:(\d+)ms", "rb": r"\brb(\d+)", "tb": r"\btb(\d+)", "wmem_queued": r"\bw(\d+)", "rmem_alloc": r"\(r(\d+)",
     "mss": r"\bmss:(\d+)", "wscale": r"wscale:(\S+)",
     "skmem": r"skmem:\(([^)]*)\)", "delivery_rate": r"delivery_rate (\S+)",
+    # BBR's state (tcp_bbr_info: bw, min_rtt, gains) and the rate sampler's (28 Nov)
+    "bbr": r"bbr:\(([^)]*)\)", "minrtt": r"minrtt:([\d.]+)", "delivered": r"\bdelivered:(\d+)",
+    "app_limited": r"\b(app_limited)\b", "lastack": r"lastack:(\d+)", "data_segs_out": r"data_segs_out:(\d+)",
 }
 
 
@@ -105,7 +108,8 @@ def parse_ss(text: str, port: int = 5201) -> list[dict]:
     for i, line in enumerate(lines):
         if f":{port}" in line and i + 1 < len(lines) and lines[i + 1][:1].isspace():
             info = lines[i + 1]
-            rec = {"peer": line.split()[-1], "local": line.split()[-2]}
+            addrs = re.findall(r"\d+\.\d+\.\d+\.\d+:\d+", line)
+            rec = {"peer": addrs[-1] if addrs else line.split()[-1], "local": addrs[0] if addrs else line.split()[-2]}
             for k, rx in SS_FIELDS.items():
                 m = re.search(rx, info)
                 if m:
@@ -114,12 +118,14 @@ def parse_ss(text: str, port: int = 5201) -> list[dict]:
     return out
 
 
-def sampler(stop, records, period=0.05):
+def sampler(stop, records, period=0.05, snd_only=False):
+    """Every ``period`` s: ss on both ends and the shaper's backlog; with ``snd_only`` the sender's ss alone
+    (one fork a sample instead of three: the forks compete with the flows for the 2 cores)."""
     while not stop.is_set():
         t = time.time()
         snd = ns(A, "ss -tinme state established", check=False)
-        rcv = ns(B, "ss -tinme state established", check=False)
-        q = ns(SHAPED[0], f"tc -s qdisc show dev {SHAPED[1]}", check=False)
+        rcv = "" if snd_only else ns(B, "ss -tinme state established", check=False)
+        q = "" if snd_only else ns(SHAPED[0], f"tc -s qdisc show dev {SHAPED[1]}", check=False)
         backlog = [int(m) for m in re.findall(r"backlog (\d+)b", q)]
         pkts = [int(m) for m in re.findall(r"backlog \d+b (\d+)p", q)]
         drops = [int(m) for m in re.findall(r"dropped (\d+)", q)]
@@ -138,7 +144,7 @@ def run(args) -> dict:
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
         stop = threading.Event(); recs: list = []
-        th = threading.Thread(target=sampler, args=(stop, recs)); th.start()
+        th = threading.Thread(target=sampler, args=(stop, recs, args.period, args.snd_only)); th.start()
         ping = subprocess.Popen(f"ip netns exec {A} ping -i 0.05 -w {args.time + 1} {IP_B}", shell=True,
                                 stdout=subprocess.PIPE, text=True)
         time.sleep(0.5)
@@ -201,6 +207,8 @@ if __name__ == "__main__":
     p.add_argument("--no-gso", action="store_true", help="ethtool -K va tso off gso off on the sender")
     p.add_argument("--router", action="store_true", help="shaper on a router namespace's port, not the sender's")
     p.add_argument("--bridge", action="store_true", help="a Linux bridge in a third namespace; shaper on its port to B")
+    p.add_argument("--period", type=float, default=0.05, help="ss sampling period (s)")
+    p.add_argument("--snd-only", action="store_true", help="sample only the sender's ss (no receiver ss, no tc)")
     p.add_argument("--tag", default="")
     p.add_argument("--out", default=str(Path(__file__).resolve().parents[2] / "data/local/tcp_window"))
     args = p.parse_args()
