@@ -38,6 +38,11 @@ class LookaheadTx:
             if self._wake is None:
                 self._schedule_wake(busy_until)
             return
+        if q.can_bypass and not q.stats.qlen and q.bypass(pkt, now):
+            # an empty FIFO (TCQ_F_CAN_BYPASS): straight to the idle device; the owed dequeue of an
+            # empty FIFO returns nothing and changes nothing, so it is not made
+            self._kick_la(now, pkt)
+            return
         owed = self._idle_dequeue_at      # due: owed <= busy_until <= now
         if owed is not None:
             self._idle_dequeue_at = None
@@ -58,17 +63,19 @@ class LookaheadTx:
         env = self.env
         schedule(env, t, wake)
 
-    def _kick_la(self, now: float) -> None:
+    def _kick_la(self, now: float, pkt=None) -> None:
         """``_kick`` with lookahead, at ``now`` (= ``env.now``): the same dequeues, events
         (times and order) and counters, with the transmission's ``_send`` inlined.  A
-        transmission's end costs an event only when packets wait for it."""
+        transmission's end costs an event only when packets wait for it.  ``pkt``: one that
+        bypassed the empty qdisc (``_arrive_la``), sent as if just dequeued."""
         q = self.qdisc
         self._idle_dequeue_at = None      # this dequeue is the one it stood for
-        pkt = q.dequeue(now)
         if pkt is None:
-            if q.stats.qlen:              # a shaper holds packets: its watchdog
-                self._arm_watchdog(q, now)
-            return
+            pkt = q.dequeue(now)
+            if pkt is None:
+                if q.stats.qlen:          # a shaper holds packets: its watchdog
+                    self._arm_watchdog(q, now)
+                return
         spb = self._sec_per_byte
         if spb and pkt.gso_segs == 1:     # a wire: its common case, the packet goes on at once
             size = pkt.size

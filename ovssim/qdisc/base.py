@@ -89,6 +89,17 @@ class Qdisc:
         """Time at which a throttled qdisc can release a packet (work-conserving: None)."""
         return None
 
+    #: ``TCQ_F_CAN_BYPASS`` (include/net/sch_generic.h): a work-conserving FIFO whose empty queue a packet
+    #: may skip -- ``__dev_xmit_skb`` hands it straight to the idle device (``sch_direct_xmit``), counted
+    #: as sent (``qdisc_bstats_update``).  Such a qdisc implements :meth:`bypass`.
+    can_bypass = False
+
+    def bypass(self, pkt: Packet, now: float) -> bool:
+        """The packet passes the *empty* qdisc to the idle device: the counters and the packet end as
+        ``enqueue`` then ``dequeue`` would leave them, without the queue (the caller checked
+        ``qlen == 0``).  False: it must be enqueued after all (a limit the empty queue already fails)."""
+        raise NotImplementedError(f"{self.kind} cannot be bypassed")
+
     # -- helpers for subclasses ----------------------------------------------
     @property
     def qlen(self) -> int:

@@ -52,6 +52,20 @@ class PFifo(Qdisc):
         pkt.enqueued_at = now
         return True
 
+    can_bypass = True                              # fifo_init: TCQ_F_CAN_BYPASS
+
+    def bypass(self, pkt, now: float) -> bool:
+        """An empty FIFO: the packet goes to the device at once, counted as enqueued and sent -- unless
+        the empty queue's limit already refuses it (bfifo: a packet larger than ``limit``)."""
+        if self.full_for(pkt):
+            return False
+        st = self.stats
+        st.arrivals += 1
+        st.packets += 1
+        st.bytes += pkt.size
+        pkt.enqueued_at = now
+        return True
+
     def dequeue(self, now: float):
         if not self._q:
             return None
