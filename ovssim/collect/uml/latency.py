@@ -65,6 +65,27 @@ CAPTURE = textwrap.dedent("""\
     print("\\n".join(out))
     """)
 
+# every frame through vif2 (no filter, bound to it): time stamp, packet type, IP protocol, IP length (``--all``)
+CAPTURE_ALL = textwrap.dedent("""\
+    import socket, struct, sys, time
+    dur = float(sys.argv[1])
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.bind(("vif2", 0))
+    s.setsockopt(socket.SOL_SOCKET, 35, 1)          # SO_TIMESTAMPNS
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.settimeout(0.5)
+    out, end = [], time.time() + dur
+    while time.time() < end:
+        try:
+            data, anc, _, addr = s.recvmsg(64, 64)
+        except socket.timeout:
+            continue
+        ts = next((struct.unpack("qq", d[:16]) for lv, ty, d in anc if ty == 35), (0, 0))
+        if len(data) >= 34 and data[12:14] == b"\\x08\\x00":
+            out.append(f"{ts[0]}.{ts[1]:09d} {addr[2]} {data[23]} {struct.unpack('!H', data[16:18])[0]}")
+    print("\\n".join(out))
+    """)
+
 # how late a 1 ms clock_nanosleep returns (timer slack 1 ns: PR_SET_TIMERSLACK), in ns
 TIMER = textwrap.dedent("""\
     import ctypes, sys, time
@@ -111,6 +132,7 @@ SCRIPT = textwrap.dedent("""\
     cpu idle1
     ip netns exec w-vm2 iperf3 -s -1 -D
     sleep 0.5
+    ALL_START
     echo "== phase load $(date +%s.%N)"
     ip netns exec w-vm1 iperf3 -c 10.97.0.2 -P 4 -C cubic -t 8 -J > /tmp/iperf.json &
     IP=$!
@@ -131,6 +153,7 @@ SCRIPT = textwrap.dedent("""\
     wait $C1 $C2 || true
     echo "== cap vm1"; cat /tmp/cap-vm1.txt
     echo "== cap sw"; cat /tmp/cap-sw.txt
+    ALL_PRINT
     echo "== caperr $(cat /tmp/cap-vm1.err /tmp/cap-sw.err | tr '\\n' ' ')"
     echo "== end"
     """)
@@ -150,9 +173,16 @@ TAPS = {("vm1", "eth0", 1, 8): "A", ("sw", "vif1", 0, 8): "B", ("sw", "vif2", 1,
         ("sw", "vif2", 0, 0): "E", ("sw", "vif1", 1, 0): "F", ("vm1", "eth0", 0, 0): "G"}
 
 
-def script(qdisc: str) -> str:
-    indent = lambda t: textwrap.indent(t, "    ").strip()
+def script(qdisc: str, every_frame: bool = False) -> str:
+    """The instance's script; ``every_frame``: also every frame through vif2 during the load (CAPTURE_ALL)."""
     body = SCRIPT.replace("QDISC", QDISCS[qdisc])
+    if every_frame:
+        body = body.replace("ALL_START", "cat > /tmp/capall.py <<'EOF'\n" + CAPTURE_ALL.rstrip() + "\nEOF\n"
+                            "ip netns exec w-sw PY /tmp/capall.py 9 > /tmp/cap-all.txt 2>/tmp/cap-all.err &\nCA=$!")
+        body = body.replace("ALL_PRINT", "wait $CA || true; echo \"== allerr $(cat /tmp/cap-all.err | tr '\\n' ' ')\"; "
+                            "echo \"== cap all\"; cat /tmp/cap-all.txt")
+    else:
+        body = body.replace("ALL_START", ":").replace("ALL_PRINT", ":")
     # the here-documents' bodies, dedented as the script is
     body = body.replace("CAPTURE_PY", CAPTURE.rstrip().replace("\n", "\n")).replace("TIMER_PY", TIMER.rstrip())
     return body.replace("PY ", sys.executable + " ")
@@ -175,6 +205,10 @@ def parse(text: str) -> dict:
     out["tc"] = m.group(1) if m else ""
     m = re.search(r"^throughput ([\d.e+]+)", text, re.M)
     out["throughput"] = float(m.group(1)) if m else None
+    if "== cap all\n" in text:            # every frame through vif2: [time, packet type, IP protocol, IP length]
+        block = text.split("== cap all\n", 1)[1].split("\n== ", 1)[0]
+        out["vif2_frames"] = [[float(f[0]), int(f[1]), int(f[2]), int(f[3])]
+                              for f in (line.split() for line in block.splitlines()) if len(f) == 4]
     start_load = phases.get("load", float("inf"))
     for ns in ("vm1", "sw"):
         block = text.split(f"== cap {ns}\n", 1)[-1].split("\n== ", 1)[0] if f"== cap {ns}" in text else ""
@@ -194,11 +228,13 @@ def parse(text: str) -> dict:
     return out
 
 
-def run(out: Path, qdisc: str = "fq_codel", log=print) -> dict:
+def run(out: Path, qdisc: str = "fq_codel", log=print, every_frame: bool = False) -> dict:
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    res, leaks, kernel = run_probe(out, script(qdisc), name="latency", timeout=240, log=log,
+    tag = qdisc + ("-all" if every_frame else "")
+    res, leaks, kernel = run_probe(out, script(qdisc, every_frame), name="latency", timeout=240, log=log,
                                    purpose=f"timing a ping's path and the timers behind {qdisc}")
+    qdisc = tag
     write_raw(out / f"raw-{qdisc}.txt", res)
     if "== end" not in res.stdout:
         raise CommandError(["uml", "latency.sh"], res.returncode, res.stderr)
@@ -222,6 +258,21 @@ def components(results: dict, phase: str) -> dict:
     get = lambda a, b: np.array([p[b] - p[a] for p in probes]) * 1e3
     return {"send T0->A": get("T0", "A"), "bridge + qdisc B->C": get("B", "C"), "vm2's reply C->E": get("C", "E"),
             "back E->G": get("E", "G"), "RTT T0->G": get("T0", "G")}
+
+
+def excess_distribution(paths, points: int = 21) -> dict:
+    """``qdisc.watchdog_handoff`` as the runs in ``paths`` (results JSON files) measured it: vm2's answer to a
+    watchdog-dequeued ping under load (C->E) less its idle median, clipped at 0, pooled, as an empirical
+    distribution of ``points`` quantiles."""
+    import numpy as np
+    ex = []
+    for path in paths:
+        r = json.loads(Path(path).read_text())
+        idle = components(r, "idle")["vm2's reply C->E"]
+        ex.append(np.clip(components(r, "load")["vm2's reply C->E"] - np.median(idle), 0.0, None))
+    probs = np.linspace(0.0, 1.0, points)
+    q = np.quantile(np.concatenate(ex), probs)
+    return {"dist": "empirical", "quantiles": [f"{x * 1e3:.1f}us" for x in q], "probs": [round(float(p), 3) for p in probs]}
 
 
 def plot(results: dict, path: Path) -> None:
@@ -255,13 +306,16 @@ def plot(results: dict, path: Path) -> None:
     plt.close(fig)
 
 
-if __name__ == "__main__":      # python -m ovssim.collect.uml.latency OUT [fq_codel|pfifo_fast] [--reparse]
+if __name__ == "__main__":   # python -m ovssim.collect.uml.latency OUT [fq_codel|pfifo_fast] [--all] [--reparse]
     import json
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "data/uml/latency")
     q = next((a for a in sys.argv[2:] if a in QDISCS), "fq_codel")
+    every = "--all" in sys.argv          # also every frame through vif2 during the load
     if "--reparse" in sys.argv:
+        q += "-all" if every else ""
         write_atomic(target / f"results-{q}.json", json.dumps(parse(read_raw(target / f"raw-{q}.txt")), indent=1))
     else:
-        run(target, q)
+        run(target, q, every_frame=every)
+        q += "-all" if every else ""
     plot(json.loads((target / f"results-{q}.json").read_text()), target / f"components-{q}.png")
     print(f"wrote {target}/results-{q}.json, components-{q}.png")
