@@ -68,9 +68,9 @@ CAPTURE = textwrap.dedent("""\
 # every frame through vif2 (no filter, bound to it): time stamp, packet type, IP protocol, IP length (``--all``)
 CAPTURE_ALL = textwrap.dedent("""\
     import socket, struct, sys, time
-    dur = float(sys.argv[1])
+    dur, dev = float(sys.argv[1]), sys.argv[2]
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-    s.bind(("vif2", 0))
+    s.bind((dev, 0))
     s.setsockopt(socket.SOL_SOCKET, 35, 1)          # SO_TIMESTAMPNS
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     s.settimeout(0.5)
@@ -173,12 +173,14 @@ TAPS = {("vm1", "eth0", 1, 8): "A", ("sw", "vif1", 0, 8): "B", ("sw", "vif2", 1,
         ("sw", "vif2", 0, 0): "E", ("sw", "vif1", 1, 0): "F", ("vm1", "eth0", 0, 0): "G"}
 
 
-def script(qdisc: str, every_frame: bool = False) -> str:
-    """The instance's script; ``every_frame``: also every frame through vif2 during the load (CAPTURE_ALL)."""
+def script(qdisc: str, every_frame: bool | str = False) -> str:
+    """The instance's script; ``every_frame``: also every frame through vif2 (or the port it names) during the
+    load (CAPTURE_ALL)."""
     body = SCRIPT.replace("QDISC", QDISCS[qdisc])
     if every_frame:
+        dev = every_frame if isinstance(every_frame, str) else "vif2"
         body = body.replace("ALL_START", "cat > /tmp/capall.py <<'EOF'\n" + CAPTURE_ALL.rstrip() + "\nEOF\n"
-                            "ip netns exec w-sw PY /tmp/capall.py 9 > /tmp/cap-all.txt 2>/tmp/cap-all.err &\nCA=$!")
+                            f"ip netns exec w-sw PY /tmp/capall.py 9 {dev} > /tmp/cap-all.txt 2>/tmp/cap-all.err &\nCA=$!")
         body = body.replace("ALL_PRINT", "wait $CA || true; echo \"== allerr $(cat /tmp/cap-all.err | tr '\\n' ' ')\"; "
                             "echo \"== cap all\"; cat /tmp/cap-all.txt")
     else:
@@ -205,7 +207,7 @@ def parse(text: str) -> dict:
     out["tc"] = m.group(1) if m else ""
     m = re.search(r"^throughput ([\d.e+]+)", text, re.M)
     out["throughput"] = float(m.group(1)) if m else None
-    if "== cap all\n" in text:            # every frame through vif2: [time, packet type, IP protocol, IP length]
+    if "== cap all\n" in text:            # every frame through the port: [time, packet type, IP protocol, IP length]
         block = text.split("== cap all\n", 1)[1].split("\n== ", 1)[0]
         out["vif2_frames"] = [[float(f[0]), int(f[1]), int(f[2]), int(f[3])]
                               for f in (line.split() for line in block.splitlines()) if len(f) == 4]
@@ -228,10 +230,10 @@ def parse(text: str) -> dict:
     return out
 
 
-def run(out: Path, qdisc: str = "fq_codel", log=print, every_frame: bool = False) -> dict:
+def run(out: Path, qdisc: str = "fq_codel", log=print, every_frame: bool | str = False) -> dict:
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    tag = qdisc + ("-all" if every_frame else "")
+    tag = qdisc + (f"-all-{every_frame}" if isinstance(every_frame, str) else "-all" if every_frame else "")
     res, leaks, kernel = run_probe(out, script(qdisc, every_frame), name="latency", timeout=240, log=log,
                                    purpose=f"timing a ping's path and the timers behind {qdisc}")
     qdisc = tag
@@ -310,12 +312,14 @@ if __name__ == "__main__":   # python -m ovssim.collect.uml.latency OUT [fq_code
     import json
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "data/uml/latency")
     q = next((a for a in sys.argv[2:] if a in QDISCS), "fq_codel")
-    every = "--all" in sys.argv          # also every frame through vif2 during the load
+    # --all: also every frame through vif2 during the load; --all=vif1: through that port instead
+    every = next((a.split("=", 1)[1] if "=" in a else True for a in sys.argv if a.startswith("--all")), False)
+    suffix = f"-all-{every}" if isinstance(every, str) else "-all" if every else ""
     if "--reparse" in sys.argv:
-        q += "-all" if every else ""
+        q += suffix
         write_atomic(target / f"results-{q}.json", json.dumps(parse(read_raw(target / f"raw-{q}.txt")), indent=1))
     else:
         run(target, q, every_frame=every)
-        q += "-all" if every else ""
+        q += suffix
     plot(json.loads((target / f"results-{q}.json").read_text()), target / f"components-{q}.png")
     print(f"wrote {target}/results-{q}.json, components-{q}.png")
