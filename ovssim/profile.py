@@ -32,6 +32,9 @@ SCHEMA: dict[str, str] = {
     # how late a qdisc's watchdog runs the port (ovssim/path/port.py), not CPU work: a constant or a
     # distribution drawn per watchdog (UML: the instance's process now and then not scheduled by its host)
     "qdisc.watchdog_latency": "dist",
+    # how long the frames one watchdog run dequeues wait for the next hop's deferred softirq (ksoftirqd on a
+    # non-preemptible kernel: UML), a constant or a distribution drawn per watchdog run; 0 = off
+    "qdisc.watchdog_handoff": "dist",
     "ovs.lookup_per_mask": "time", "ovs.masks": "int", "ovs.handlers": "int",
     "ovs.upcall_queue": "int", "ovs.max_idle": "time", "ovs.flow_limit": "int",
     # AF_PACKET socket buffers of the userspace netdev datapath, bytes of skb truesize (0: not modelled);

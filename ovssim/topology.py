@@ -349,12 +349,17 @@ def _background_share(host: dict) -> float | None:
 
 def _qdisc_cost(port: EgressPort, cpu, profile, rng) -> None:
     """The port's qdisc costs ``qdisc.<kind>.cpu_per_packet`` of the host's CPU per skb (if > 0), and its
-    watchdog latency ``qdisc.watchdog_latency`` (a constant, or a distribution drawn per watchdog)."""
+    watchdog latency ``qdisc.watchdog_latency`` (a constant, or a distribution drawn per watchdog), and how
+    long the frames a watchdog run dequeues wait for the next hop (``qdisc.watchdog_handoff``, default off)."""
     late = profile.dist("qdisc.watchdog_latency")
     if late.const is not None:
         port.watchdog_latency = late.const
     else:
         port.watchdog_late = Sampler(late, rng(f"{port.name}.watchdog"))
+    handoff = profile.dist("qdisc.watchdog_handoff") if "qdisc.watchdog_handoff" in profile.params else None
+    if handoff is not None and not (handoff.const is not None and handoff.const == 0.0):
+        port.watchdog_handoff = (Sampler(handoff, rng(f"{port.name}.handoff")) if handoff.const is None
+                                 else (lambda c=handoff.const: c))
     key = f"qdisc.{port.qdisc.kind}.cpu_per_packet"
     cost = profile.time(key) if key in profile.params else 0.0
     if cost > 0.0:

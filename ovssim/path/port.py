@@ -114,6 +114,17 @@ class EgressPort(AnalyticFifoTx, LookaheadTx, EventTx):
         # frame (HTB's default burst) loses the lateness beyond a frame time; one with a deeper bucket less
         self.watchdog_latency = 0.0
         self.watchdog_late = None
+        # how long the frames one watchdog run dequeues wait before the next hop takes them (profile
+        # qdisc.watchdog_handoff, default off): a sampler drawn once per watchdog run, or None.  The
+        # watchdog's hrtimer raises NET_TX in hard-irq context; the frames it dequeues are queued on the
+        # CPU's backlog (netif_rx) and raise NET_RX during that softirq pass, which __do_softirq
+        # (kernel/softirq.c) does not restart when need_resched() is set -- it wakes ksoftirqd instead, and
+        # on a non-preemptible kernel (UML's) ksoftirqd runs only once the task on the CPU gives it up.
+        # Measured inside UML (data/uml/2026-11-28/uml-latency): vm2's answer to a ping the watchdog
+        # dequeued took +0.1-0.25 ms for 11-41 % of the pings under load, with no frame crossing the
+        # bottleneck meanwhile.  Frames an arrival's own qdisc_run dequeues are not deferred.
+        self.watchdog_handoff = None
+        self._handoff_at = None              # while a watchdog run dequeues: the time its frames go on
         self._late_for = None                # the time the last draw was for, and the draw
         self._late = 0.0
         self._frozen_from = _INF             # [from, until): the late watchdog's window, nothing dequeues

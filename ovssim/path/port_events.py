@@ -58,7 +58,8 @@ class EventTx:
                     return
                 done = now + (pkt.size + self.framing) * self._sec_per_byte
             elif self.service is not None:
-                done = self.service(pkt, now)
+                ho = self._handoff_at     # a watchdog run's deferred hand-off: the backend starts then
+                done = self.service(pkt, now if ho is None or ho <= now else ho)
                 if done is None:          # backend refused it (CPU backlog full)
                     self._dropped(pkt, now, "backend")
                     continue
@@ -75,7 +76,14 @@ class EventTx:
         self._watchdog = None
         self._watchdog_at = _INF
         if not self.busy:
-            self._kick()
+            if self.watchdog_handoff is not None:       # its frames go on after the deferred softirq
+                self._handoff_at = self.env._now + self.watchdog_handoff()
+                try:
+                    self._kick()
+                finally:
+                    self._handoff_at = None
+            else:
+                self._kick()
 
     def _done(self, pkt) -> None:
         self.busy = False
@@ -101,6 +109,8 @@ class EventTx:
         self.tx_packets += 1
         self.tx_bytes += pkt.size
         t = now + self.prop_delay
+        if self._handoff_at is not None and self._handoff_at > t:     # a watchdog run's deferred hand-off
+            t = self._handoff_at
         pkt.t = t
         if pkt.first_at is not None:
             pkt.first_at += self.prop_delay

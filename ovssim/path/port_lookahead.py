@@ -118,7 +118,8 @@ class LookaheadTx:
                 else:
                     done = now + (size + self.framing) * spb
             elif self.service is not None:
-                done = self.service(pkt, now)
+                ho = self._handoff_at     # a watchdog run's deferred hand-off: the backend starts then
+                done = self.service(pkt, now if ho is None or ho <= now else ho)
                 if done is None:          # backend refused it (CPU backlog full)
                     self._dropped(pkt, now, "backend")
                     pkt = q.dequeue(now)
@@ -139,7 +140,10 @@ class LookaheadTx:
                 else:
                     self._idle_dequeue_at = done
                 return
-            pkt.t = now + self.prop_delay
+            t = now + self.prop_delay
+            if self._handoff_at is not None and self._handoff_at > t:     # a watchdog run's deferred hand-off
+                t = self._handoff_at
+            pkt.t = t
             self.out.put(pkt)
             pkt = q.dequeue(now)
         if q.stats.qlen:                  # a shaper holds packets: its watchdog
@@ -172,7 +176,14 @@ class LookaheadTx:
         self._watchdog_at = _INF
         now = self.env._now
         if self._busy_until <= now:
-            self._kick_la(now)
+            if self.watchdog_handoff is not None:       # its frames go on after the deferred softirq
+                self._handoff_at = now + self.watchdog_handoff()
+                try:
+                    self._kick_la(now)
+                finally:
+                    self._handoff_at = None
+            else:
+                self._kick_la(now)
 
     def _on_wake(self, _=None) -> None:
         self._wake = None

@@ -164,3 +164,23 @@ def test_ranking_counts_only_swaps_the_runs_tell_apart():
     note = uml.ranking_notes(summary)[0]
     told_apart, within = note.split("; swapped within the runs' spread: ")
     assert "a/b" in told_apart and "c/d" in within and "c/d" not in told_apart
+
+
+def test_state_profile_with_the_every_time_family_writes_a_lognormal_lateness(tmp_path, monkeypatch):
+    """fit_uml_state with the lognormal family (watchdog late every time, UML's timer path): the profile's
+    qdisc.watchdog_latency is watchdog_every(median, shape), a lognormal whose median is the fitted one."""
+    from ovssim.distributions import Distribution
+    from ovssim.profile import Profile
+    fitted = {"best": (0.5, 140e-6, 0.8, 17.6, 81.0, 0.96), "evaluations": 3, "success": True, "family": "every",
+              "watchdog_every": {"median_us": 140.0, "s": 0.8}, "targets": [], "check": {}}
+    monkeypatch.setattr(uml, "fit_watchdog", lambda *a, **k: fitted)
+    monkeypatch.setattr(uml, "STATE_FAMILY", "every")
+    base = ROOT / "calibration" / f"{uml.PROFILE}.toml"
+    path = tmp_path / f"{uml.STATE_PROFILE}.toml"
+    (tmp_path / base.name).write_bytes(base.read_bytes())
+    uml.fit_uml_state(None, {}, path, uml.DATA_THIN, tmp_path / base.name)
+    lat = Profile.load(str(path)).params["qdisc.watchdog_latency"]
+    assert lat == uml.watchdog_every(140e-6, 0.8)
+    draws = Distribution(lat).rvs(100000, np.random.default_rng(3))
+    assert np.median(draws) == pytest.approx(140e-6, rel=0.02) and draws.min() > 0
+    assert "median 140 us" in uml.watchdog_text({"fit": {"watchdog_every": fitted["watchdog_every"]}})
