@@ -100,6 +100,15 @@ class Qdisc:
         ``qlen == 0``).  False: it must be enqueued after all (a limit the empty queue already fails)."""
         raise NotImplementedError(f"{self.kind} cannot be bypassed")
 
+    def _accounted_through(self, pkt: Packet, now: float) -> bool:
+        """A bypassing packet counted as enqueued and sent at ``now`` (``qdisc_bstats_update``)."""
+        st = self.stats
+        st.arrivals += 1
+        st.packets += 1
+        st.bytes += pkt.size
+        pkt.enqueued_at = now
+        return True
+
     # -- helpers for subclasses ----------------------------------------------
     @property
     def qlen(self) -> int:

@@ -59,12 +59,7 @@ class PFifo(Qdisc):
         the empty queue's limit already refuses it (bfifo: a packet larger than ``limit``)."""
         if self.full_for(pkt):
             return False
-        st = self.stats
-        st.arrivals += 1
-        st.packets += 1
-        st.bytes += pkt.size
-        pkt.enqueued_at = now
-        return True
+        return self._accounted_through(pkt, now)
 
     def dequeue(self, now: float):
         if not self._q:

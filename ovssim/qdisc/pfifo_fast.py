@@ -66,12 +66,7 @@ class PfifoFast(Qdisc):
     def bypass(self, pkt, now: float) -> bool:
         """An empty pfifo_fast: the packet goes to the device at once (every band is empty and holds
         ``limit`` >= 1, so ``enqueue`` could not drop it), counted as enqueued and sent."""
-        st = self.stats
-        st.arrivals += 1
-        st.packets += 1
-        st.bytes += pkt.size
-        pkt.enqueued_at = now
-        return True
+        return self._accounted_through(pkt, now)
 
     def dequeue(self, now: float):
         st = self.stats

@@ -36,6 +36,7 @@ from pathlib import Path
 from ...atomic import write_atomic
 from ..shell import CommandError
 from .collect import read_raw, run_probe, write_raw
+from .window import TESTBED, htb_leaf
 
 # a packet socket with an ICMP-only classic BPF filter, kernel time stamps, one line per frame
 CAPTURE = textwrap.dedent("""\
@@ -97,18 +98,7 @@ TIMER = textwrap.dedent("""\
     print(" ".join(map(str, out)))
     """)
 
-SCRIPT = textwrap.dedent("""\
-    set -e
-    ip netns add w-sw; ip -n w-sw link set lo up
-    ip -n w-sw link add br0 type bridge stp_state 0 forward_delay 0; ip -n w-sw link set br0 up
-    for i in 1 2; do
-      ip netns add w-vm$i; ip -n w-vm$i link set lo up
-      ip -n w-sw link add vif$i mtu 1500 type veth peer name eth0 mtu 1500 netns w-vm$i
-      ip -n w-vm$i addr add 10.97.0.$i/24 dev eth0; ip -n w-vm$i link set eth0 up
-      ip -n w-sw link set vif$i up; ip -n w-sw link set vif$i master br0
-      ip netns exec w-vm$i ethtool -K eth0 tx off >/dev/null
-    done
-    QDISC
+SCRIPT = TESTBED + textwrap.dedent("""\
     cat > /tmp/cap.py <<'EOF'
     CAPTURE_PY
     EOF
@@ -158,14 +148,7 @@ SCRIPT = textwrap.dedent("""\
     echo "== end"
     """)
 
-QDISCS = {
-    "fq_codel": "tc -n w-sw qdisc replace dev vif2 root handle 1: htb default 1; "
-                "tc -n w-sw class replace dev vif2 parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit; "
-                "tc -n w-sw qdisc replace dev vif2 parent 1:1 handle 10: fq_codel",
-    "pfifo_fast": "tc -n w-sw qdisc replace dev vif2 root handle 1: htb default 1; "
-                  "tc -n w-sw class replace dev vif2 parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit; "
-                  "tc -n w-sw qdisc replace dev vif2 parent 1:1 handle 10: pfifo_fast",
-}
+QDISCS = {leaf: htb_leaf(leaf) for leaf in ("fq_codel", "pfifo_fast")}
 
 # (namespace, interface, packet type, ICMP type) -> the tap's letter (packet type mod 3: 1 = PACKET_OUTGOING (4),
 # 0 = PACKET_HOST or, a bridge port's received frames, PACKET_OTHERHOST (3))

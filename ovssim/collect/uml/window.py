@@ -25,7 +25,9 @@ from ...atomic import write_atomic
 from ..shell import CommandError
 from .collect import read_raw, run_probe, write_raw
 
-SCRIPT = textwrap.dedent("""\
+# the campaign's Linux-bridge testbed inside the instance: two namespaces on a bridge, the bottleneck's qdisc
+# (QDISC) on vif2; ovssim/collect/uml/latency.py builds on it too
+TESTBED = textwrap.dedent("""\
     set -e
     ip netns add w-sw; ip -n w-sw link set lo up
     ip -n w-sw link add br0 type bridge stp_state 0 forward_delay 0; ip -n w-sw link set br0 up
@@ -37,6 +39,9 @@ SCRIPT = textwrap.dedent("""\
       ip netns exec w-vm$i ethtool -K eth0 tx off >/dev/null
     done
     QDISC
+    """)
+
+SCRIPT = TESTBED + textwrap.dedent("""\
     ip netns exec w-vm1 ping -c 3 -i 0.2 -q 10.97.0.2 >/dev/null
     echo "== kernel $(uname -r)"
     for k in tcp_rmem tcp_wmem tcp_moderate_rcvbuf tcp_limit_output_bytes tcp_autocorking \\
@@ -74,10 +79,15 @@ SCRIPT = textwrap.dedent("""\
     for s in e['streams']: print('stream', s['receiver']['bits_per_second'], s['sender'].get('max_snd_cwnd'))"
     """)
 
+def htb_leaf(leaf: str) -> str:
+    """The campaign's bottleneck on vif2: HTB at 20 Mbit/s with ``leaf`` as its class's qdisc."""
+    return ("tc -n w-sw qdisc replace dev vif2 root handle 1: htb default 1; "
+            "tc -n w-sw class replace dev vif2 parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit; "
+            f"tc -n w-sw qdisc replace dev vif2 parent 1:1 handle 10: {leaf}")
+
+
 QDISCS = {
-    "pfifo_fast": "tc -n w-sw qdisc replace dev vif2 root handle 1: htb default 1; "
-                  "tc -n w-sw class replace dev vif2 parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit; "
-                  "tc -n w-sw qdisc replace dev vif2 parent 1:1 handle 10: pfifo_fast",
+    "pfifo_fast": htb_leaf("pfifo_fast"),
     "tbf": "tc -n w-sw qdisc replace dev vif2 root tbf rate 20000000bit burst 15140 latency 50000us",
 }
 
