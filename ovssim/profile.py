@@ -271,9 +271,11 @@ class Profile:
                 data = _read_toml(c)
                 prof = data.get("profile", {})
                 base_ref = prof.get("base", "default") if isinstance(prof, dict) else "default"
-                if isinstance(base_ref, str) and not base_ref.endswith(".toml") and (
-                        c.parent / f"{base_ref}.toml").is_file():
-                    base_ref = c.parent / f"{base_ref}.toml"   # a base named by name: its sibling first
+                sibling = c.parent / f"{base_ref}.toml" if isinstance(base_ref, str) else None
+                if (sibling is not None and base_ref not in ("default", "none") and not base_ref.endswith(".toml")
+                        and sibling.is_file() and sibling.resolve() != c.resolve()
+                        and sibling.resolve() not in chain):
+                    base_ref = sibling          # a base named by name: its sibling first (not itself)
                 base = None if base_ref in (None, "none") else (
                     cls.default() if base_ref == "default" else
                     cls._load(base_ref, c.parent, chain + (c.resolve(),)))

@@ -38,12 +38,14 @@ class GuestCpus(CpuPool):
         else:
             v = free.index(min(free))
         start = t if t > free[v] else free[v]
-        done = self.host.run(self.vcpu_threads[v], start, work / self.speed)
+        vcpu = self.vcpu_threads[v]
+        ran = vcpu.ran
+        done = self.host.run(vcpu, start, work / self.speed)
         if done is None:
             self.refused += 1
             return None
         free[v] = done
-        self.busy[v] += work / self.speed
+        self.busy[v] += vcpu.ran - ran        # what the host ran of it (a cold start's slowdown included)
         self.jobs += 1
         return done
 

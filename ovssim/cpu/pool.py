@@ -80,6 +80,7 @@ class CpuPool:
         self.cold_factor = cold_factor
         self.cold_work = cold_work if cold_factor > 1.0 else 0.0
         self._cold_left = [0.0] * cores   # per core, the (warm) work still to run cold
+        self.served_start = 0.0           # when the work serve() accepted last started
         self.env = env
         self.name = name
         self.cores = cores
@@ -150,25 +151,27 @@ class CpuPool:
         ahead = self._ahead[core]
         early = False                 # runs before work booked for later arrivals (_fit)
         arr = t if arrival is None else arrival
+        cold = None                   # the core's cold-start budget after this work, once it is accepted
         if t >= free_at:
             start = t
+            left = self._cold_left[core]
             if t - free_at >= self.idle_exit_after:
                 if self.idle_exit is not None:
                     start = t + self.idle_exit.next()     # the core wakes from a long idle first
                     self.idle_exits += 1
-                if self.cold_work:
-                    self._cold_left[core] = self.cold_work
-            if self._cold_left[core]:
-                work = self._cold(core, work)
+                left = self.cold_work
+            if left:
+                work, cold = self._cold(work, left)
             done = start + work
         elif ahead and not self.contended and arr < self._ahead_arrival[core]:
             # some booked-ahead work arrived after this: maybe a gap before it (else all arrived
-            # before this work, which queues behind them, below)
+            # before this work, which queues behind them, below).  Such work does not take the
+            # core's cold start: it ran in a gap that the work booked before it had already warmed.
             start, done, early = self._fit(core, t, work, now, arr)
         else:
             start = free_at
             if self._cold_left[core]:
-                work = self._cold(core, work)
+                work, cold = self._cold(work, self._cold_left[core])
             done = start + work
         starts = self._starts[core]
         waiting = 0
@@ -186,6 +189,9 @@ class CpuPool:
             if lim is not None and waiting >= lim:
                 self.refused += 1
                 return None
+        if cold is not None:
+            self._cold_left[core] = cold
+        self.served_start = start
         if self.contended and thread is None:
             n = self._runnable(core, t, thread)
             ks = self.ksoftirqd_free[core]
@@ -226,13 +232,12 @@ class CpuPool:
             self._carried(key, done)
         return done
 
-    def _cold(self, core: int, work: float) -> float:
-        """``work`` as it runs on ``core`` while some of its cold start is left: that much of it
-        ``cold_factor`` times slower (the caches and TLBs the idle state lost refill as the work runs)."""
-        left = self._cold_left[core]
+    def _cold(self, work: float, left: float) -> tuple[float, float]:
+        """``work`` as it runs on a core with ``left`` of its cold start to go, and what is left after it:
+        that much of the work runs ``cold_factor`` times slower (the caches and TLBs the idle state lost
+        refill as the work runs)."""
         slow = work if work < left else left
-        self._cold_left[core] = left - slow
-        return work + slow * (self.cold_factor - 1.0)
+        return work + slow * (self.cold_factor - 1.0), left - slow
 
     def _carried(self, key: int | None, done: float) -> None:
         """Softirq work of the sending task's flow (``key``) while a datagram is carried: its sendto() ends
@@ -358,8 +363,9 @@ class CpuPool:
             done = self.serve(t, work, core, thread)
             if done is None:          # refused, as serve refuses it (a full backlog)
                 return None
-            start = done - work / self.speed
+            start = self.served_start
             thread.waited += start - t if start > t else 0.0
+            work = done - start       # what it ran, a cold start's slowdown included
         else:
             if self.speed != 1.0:
                 work = work / self.speed

@@ -33,12 +33,13 @@ class ColdStart:
     warm_hop_us: float     # one bridge + veth hop, one direction, pings 0.2 ms apart
     veth_rtt_us: float     # a ping over one veth pair, pings 0.2 ms apart (the warm line at zero bridges)
     cold_hop_us: float     # the same, pings 10 ms apart
-    runs: int              # probe lines read
+    runs: int              # ping runs used (chain lengths x spacings x rounds)
 
     def describe(self) -> str:
         return (f"host.cold_factor {self.factor:.2f}: a bridge + veth hop costs a lone ping {self.cold_hop_us:.1f} us "
                 f"per direction 10 ms apart against {self.warm_hop_us:.1f} us 0.2 ms apart "
-                f"({self.runs} runs of validation/chain_ping/probe.sh, {PROBE.parent.relative_to(ROOT)})")
+                f"({self.runs} ping runs of validation/chain_ping/probe.sh, 1/2/4 bridges at both spacings, means to "
+                f"1 us; {PROBE.parent.relative_to(ROOT)})")
 
 
 def probe_rtts(path: Path = PROBE) -> dict[tuple[int, float], list[float]]:
@@ -74,7 +75,8 @@ def cold_start(path: Path = PROBE) -> ColdStart:
     (veth_rtt, warm), cold = warm_line(rtts, WARM), hop_us(rtts, COLD)
     if not warm > 0:
         raise ValueError(f"{path}: the warm per-hop cost is {warm:.2f} us, not above zero")
-    return ColdStart(max(1.0, cold / warm), warm, veth_rtt, cold, sum(len(v) for v in rtts.values()))
+    runs = sum(len(v) for (_, s), v in rtts.items() if s in (WARM, COLD))
+    return ColdStart(round(max(1.0, cold / warm), 3), warm, veth_rtt, cold, runs)
 
 
 def warm_exit(step: float, exchange: float | None, cold: ColdStart, work: float | None = None) -> float:

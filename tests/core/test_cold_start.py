@@ -90,3 +90,31 @@ def test_the_measured_exit_loses_the_spaced_pings_own_cold_work():
     assert warm_exit(1e-6, 1e-6, cold) == 0.0
     real = cold_start()
     assert real.factor > 1.0 and 0 < real.veth_rtt_us < 8.0      # this machine: slower after a halt; 8 us at 1 bridge
+
+
+def test_work_queued_behind_the_first_pays_the_rest_of_the_budget():
+    p = _pool(work=10e-6)
+    first = p.serve(0.010, 4e-6, key=0)                         # 4 us of the 10 us budget, x3
+    second = p.serve(0.010, 10e-6, key=0)                        # arrives at once: queued behind it
+    assert second - first == pytest.approx(6e-6 * 3 + 4e-6)      # the 6 us left run slow, the rest warm
+
+
+def test_refused_work_leaves_the_budget_to_the_next_accepted_work():
+    p = CpuPool(simpy.Environment(), 1, "h", backlog_limit=1, idle_exit_after=AFTER, cold_factor=3.0,
+                cold_work=20e-6)
+    p._count_at = 0                                              # count the backlog on every call
+    a = p.serve(0.010, 10e-6, key=0)                             # 10 of the 20 us budget: 30 us
+    b = p.serve(0.010, 2e-6, key=0)                              # queued behind it: 2 more, 6 us
+    assert (a, b) == (pytest.approx(0.010 + 30e-6), pytest.approx(0.010 + 36e-6))
+    assert p.serve(0.010, 5e-6, key=0) is None                   # one already waits: refused
+    c = p.serve(b, 5e-6, key=0)                                   # the 8 us left are still there
+    assert c == pytest.approx(b + 15e-6)
+
+
+def test_a_thread_waits_only_for_the_exit_and_runs_the_slowdown():
+    from ovssim.cpu.thread import Thread
+    p = _pool()
+    th = p.add_thread(Thread("reader", "app"))
+    done = p.run(th, 0.010, 5e-6)
+    assert done == pytest.approx(0.010 + EXIT + 15e-6)
+    assert th.waited == pytest.approx(EXIT) and th.ran == pytest.approx(15e-6)

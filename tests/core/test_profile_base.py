@@ -6,6 +6,8 @@ file of the same name in calibration/.
 """
 from __future__ import annotations
 
+import pytest
+
 from ovssim.profile import Profile
 
 
@@ -28,3 +30,21 @@ def test_a_base_named_by_name_is_the_sibling_file(tmp_path, monkeypatch):
     other.mkdir()
     other.joinpath("x.toml").write_text('[profile]\nname = "x"\nbase = "local_netns_host"\n')
     assert Profile.load(str(other / "x.toml")).time("host.idle_exit") == 11e-6
+
+
+def test_default_and_a_profile_named_like_its_base_keep_their_meaning(tmp_path, monkeypatch):
+    """``base = "default"`` is the embedded default even beside a default.toml; an overlay named like its base
+    (myexp/local_netns_host.toml, base = "local_netns_host") takes the calibration/ one, not itself."""
+    committed, exp = tmp_path / "calibration", tmp_path / "myexp"
+    committed.mkdir()
+    exp.mkdir()
+    _write(committed / "local_netns_host.toml", "local_netns_host", "default", "11us")
+    exp.joinpath("default.toml").write_text('[profile]\nname = "default"\n\n[params]\n"host.idle_exit_after" = "9ms"\n')
+    _write(exp / "a.toml", "a", "default", "33us")
+    exp.joinpath("local_netns_host.toml").write_text('[profile]\nname = "local_netns_host"\nbase = "local_netns_host"\n'
+                                                     '\n[params]\n"host.cold_factor" = 2.0\n')
+    monkeypatch.chdir(tmp_path)
+    a = Profile.load(str(exp / "a.toml"))
+    assert a.time("host.idle_exit") == pytest.approx(33e-6) and a.time("host.idle_exit_after") == 4e-3
+    overlay = Profile.load(str(exp / "local_netns_host.toml"))
+    assert overlay.factor("host.cold_factor") == 2.0 and overlay.time("host.idle_exit") == pytest.approx(11e-6)

@@ -27,11 +27,11 @@ def test_tsq_keeps_two_gso_skbs_per_flow_in_the_senders_own_qdisc():
     # HTB 20 Mbit/s on the sender's own veth, 2 CUBIC flows: TSQ holds each flow to two 64 KB skbs, so the
     # ping waits behind at most 2 x 2 + 1 skbs of 68130 B at 20 Mbit/s = 136.3 ms (measured: 136.0 ms)
     # (a ping reaches the bound only when it lands just after a refill: one run's 140 pings get within
-    # 132-136.4 ms, with this host's profile or the default one, so the bound is checked over the two
-    # replications the validation runs, and never exceeded)
+    # 132-136.4 ms, with this host's profile or the default one, so over the two replications the validation
+    # runs the maximum is checked to come within 5 % of the bound -- one skb more or less per flow would move
+    # it by 20 % -- and never to exceed it)
     runs = measured()[("sender", "htb", "20mbit", 2, "cubic", ())]
     sims = simulate(runs[0]["args"], reps=2)
     bound = 5 * 68130 * 8 / 20e6 * 1e3
-    assert max(s["ping_max_ms"] for s in sims) == pytest.approx(bound, rel=0.02)
-    assert all(s["ping_max_ms"] <= 1.01 * bound for s in sims)
+    assert 0.95 * bound <= max(s["ping_max_ms"] for s in sims) <= 1.01 * bound
     assert sims[0]["ping_mean_ms"] == pytest.approx(np.mean([r["summary"]["ping_mean_ms"] for r in runs]), rel=0.10)

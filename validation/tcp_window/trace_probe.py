@@ -37,7 +37,8 @@ def main() -> None:
     p.add_argument("--out", required=True)
     a = p.parse_args()
     args = argparse.Namespace(shaper=a.shaper, rate=a.rate, flows=a.flows, cc=a.cc, time=a.time, limit=None,
-                              sysctl=a.sysctl, no_gso=False, router=a.router, bridge=a.bridge, tag="", out="")
+                              sysctl=a.sysctl, no_gso=False, router=a.router, bridge=a.bridge, tag="", out="",
+                              period=0.05, snd_only=False)
     os.makedirs(INSTANCE, exist_ok=True)
     with open(f"{INSTANCE}/buffer_size_kb", "w") as fh:
         fh.write("65536")
