@@ -371,7 +371,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
                 "datapath thread's wake-up after idling on the 1-bridge OVS ping mean and the share of a netdev pass "
                 "that is its delivery into the receiving stack (`ovs.deliver_share`) and the thread's main-loop run "
                 "per bridge (`ovs.bridge_run`) on the 2-bridge veth chain's TCP throughput and TCP_RR "
-                "RTT (`calibration/local_netns.toml`). Held out: chains of 2 and 4 bridges (patch ports, "
+                "RTT (`calibration/local_netns.toml`). Fixed, measured: the idle exit (`host.idle_exit`, the collector's spaced "
+                "ping) and the cold core's slowdown after it (`host.cold_factor`, validation/chain_ping/probe.sh). Held out: chains of 2 and 4 bridges (patch ports, "
                 "veth pairs) but those two rows, with their pings, qdisc configurations, UDP and jitter runs, and every ping RTT distribution's "
                 f"shape. Machine state of the data: {state}.")
     shaped.split = ("Nothing about the qdiscs is fitted: the shaped rate (50 Mbit/s) and the qdiscs' parameters "
@@ -511,6 +512,18 @@ def notes(tb: TestbedResult, shaped: TestbedResult) -> None:
             "the 2-bridge row's TCP_RR), so the wait grows with the chain, as measured (each extra veth-linked "
             "bridge adds 60 us per pass to a TCP_RR round trip at 2 bridges, 81 us at 4), and through patch "
             "ports a reply that comes back before the run's end waits for it too.")
+    chain = [get.get((f"linux-{n}{'-veth' if n > 1 else ''} ping", "rtt")) for n in (1, 2, 4)]
+    if all(chain):
+        us = lambda v: f"{v * 1e3:.0f}"
+        tb.notes.append(
+            "**Lone pings pay a cold core.** Pings 10 ms apart find the sender's core halted: each pays the idle "
+            "exit (`host.idle_exit`), and its path then runs on a core whose caches the idle state lost. "
+            f"{cold_start().describe()}; the model runs a core's first `host.cold_work` of work after an exit that "
+            "many times slower (ovssim/cpu/pool.py), and the fit takes the collector's measured exit less the spaced "
+            "ping's own cold work. Linux-bridge pings through 1 / 2 / 4 bridges: measured "
+            + " / ".join(us(r.measured) for r in chain) + " us, simulated "
+            + " / ".join(us(r.simulated) for r in chain) + " us (bulk frames, which never find the core halted, "
+            "pay the warm cost).")
     ks = [(r.config.split()[0], r.simulated) for r in tb.rows if r.metric == "ks_rtt"]
     if ks:
         pings = {r.config.split()[0]: r for r in tb.rows if r.metric == "rtt" and r.config.endswith(" ping")}
