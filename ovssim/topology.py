@@ -356,10 +356,9 @@ def _qdisc_cost(port: EgressPort, cpu, profile, rng) -> None:
         port.watchdog_latency = late.const
     else:
         port.watchdog_late = Sampler(late, rng(f"{port.name}.watchdog"))
-    handoff = profile.dist("qdisc.watchdog_handoff") if "qdisc.watchdog_handoff" in profile.params else None
-    if handoff is not None and not (handoff.const is not None and handoff.const == 0.0):
-        port.watchdog_handoff = (Sampler(handoff, rng(f"{port.name}.handoff")) if handoff.const is None
-                                 else (lambda c=handoff.const: c))
+    handoff = profile.dist("qdisc.watchdog_handoff")
+    if handoff.const != 0.0:
+        port.watchdog_handoff = Sampler(handoff, rng(f"{port.name}.handoff")).next
     key = f"qdisc.{port.qdisc.kind}.cpu_per_packet"
     cost = profile.time(key) if key in profile.params else 0.0
     if cost > 0.0:

@@ -289,10 +289,11 @@ def machine_state_of(data_files) -> dict:
     from ..collect.state import idle_exit_us
     exits = [x for x in (idle_exit_us(st.get("benchmark") or {}) for st in every) if x is not None]
     extra = {"idle_exit_us": round(float(np.mean(exits)), 1)} if exits else {}
-    rates = [r["median"] for r in ((st.get("benchmark") or {}).get("veth_pingpong_per_s") for st in every)
-             if isinstance(r, dict) and r.get("median")]
-    hot = [r["median"] for r in ((st.get("benchmark") or {}).get("veth_pingpong_rtt_us") for st in every)
-           if isinstance(r, dict) and r.get("median")]
+    def medians(key: str) -> list[float]:
+        """The benchmark ``key``'s median of every measurement that has one."""
+        return [r["median"] for r in ((st.get("benchmark") or {}).get(key) for st in every)
+                if isinstance(r, dict) and r.get("median")]
+    rates, hot = medians("veth_pingpong_per_s"), medians("veth_pingpong_rtt_us")
     if exits and rates:     # the hot ping-pong's time per exchange and (from 28 Nov) its RTT: ovssim/validate/cold.py
         extra["pingpong_us"] = round(float(np.mean([1e6 / r for r in rates])), 2)
         if hot:

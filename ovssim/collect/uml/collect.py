@@ -18,6 +18,7 @@ import platform
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ...errors import ConfigError
@@ -62,6 +63,23 @@ RAW_STDERR = "\n== stderr\n"        # separates a probe's stdout from its stderr
 def write_raw(path: Path, res) -> None:
     """A probe's raw output file: its stdout, then its stderr (if any) after :data:`RAW_STDERR`."""
     write_atomic(path, res.stdout + (RAW_STDERR + res.stderr if res.stderr else ""))
+
+
+def store_probe(out: Path, tag: str, res, *, marker: str, parse, script: str, kernel: str, leaks,
+                **meta) -> dict:
+    """A probe run's files in ``out``: ``raw-TAG.txt`` (:func:`write_raw`), then -- if its output holds
+    ``marker`` (else one CommandError) -- ``results-TAG.json`` (``parse`` of the output) and
+    ``metadata-TAG.json`` (when, the script, both kernels, leaked host paths, ``meta``); returns the results."""
+    write_raw(out / f"raw-{tag}.txt", res)
+    if marker not in res.stdout:
+        raise CommandError(["uml", script], res.returncode, res.stderr)
+    results = parse(res.stdout)
+    write_atomic(out / f"results-{tag}.json", json.dumps(results, indent=1))
+    meta = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "script": f"ovssim/collect/uml/{script} SCRIPT", "qdisc": tag, "testbed_kernel": kernel,
+            "host_kernel": platform.release(), **meta, "host_paths_leaked": leaks}
+    write_atomic(out / f"metadata-{tag}.json", json.dumps(meta, indent=1))
+    return results
 
 
 def read_raw(path: Path) -> str:

@@ -26,16 +26,13 @@ timer overshoots, CPU counters), ``metadata-QDISC.json``.
 from __future__ import annotations
 
 import json
-import platform
 import re
 import sys
 import textwrap
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ...atomic import write_atomic
-from ..shell import CommandError
-from .collect import read_raw, run_probe, write_raw
+from .collect import read_raw, run_probe, store_probe
 from .window import TESTBED, htb_leaf
 
 # a packet socket with an ICMP-only classic BPF filter, kernel time stamps, one line per frame
@@ -219,18 +216,8 @@ def run(out: Path, qdisc: str = "fq_codel", log=print, every_frame: bool | str =
     tag = qdisc + (f"-all-{every_frame}" if isinstance(every_frame, str) else "-all" if every_frame else "")
     res, leaks, kernel = run_probe(out, script(qdisc, every_frame), name="latency", timeout=240, log=log,
                                    purpose=f"timing a ping's path and the timers behind {qdisc}")
-    qdisc = tag
-    write_raw(out / f"raw-{qdisc}.txt", res)
-    if "== end" not in res.stdout:
-        raise CommandError(["uml", "latency.sh"], res.returncode, res.stderr)
-    results = parse(res.stdout)
-    write_atomic(out / f"results-{qdisc}.json", json.dumps(results, indent=1))
-    meta = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "script": "ovssim/collect/uml/latency.py SCRIPT", "qdisc": qdisc, "testbed_kernel": kernel,
-            "host_kernel": platform.release(), "host_loadavg": Path("/proc/loadavg").read_text().split()[:3],
-            "host_paths_leaked": leaks}
-    write_atomic(out / f"metadata-{qdisc}.json", json.dumps(meta, indent=1))
-    return results
+    return store_probe(out, tag, res, marker="== end", parse=parse, script="latency.py", kernel=kernel,
+                       leaks=leaks, host_loadavg=Path("/proc/loadavg").read_text().split()[:3])
 
 
 def components(results: dict, phase: str) -> dict:

@@ -15,15 +15,12 @@ Output: ``raw.txt`` and ``results.json`` (parsed samples), ``metadata.json``.
 from __future__ import annotations
 
 import json
-import platform
 import re
 import textwrap
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ...atomic import write_atomic
-from ..shell import CommandError
-from .collect import read_raw, run_probe, write_raw
+from .collect import read_raw, run_probe, store_probe
 
 # the campaign's Linux-bridge testbed inside the instance: two namespaces on a bridge, the bottleneck's qdisc
 # (QDISC) on vif2; ovssim/collect/uml/latency.py builds on it too
@@ -150,16 +147,8 @@ def run(out: Path, qdisc: str = "pfifo_fast", log=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     res, leaks, kernel = run_probe(out, SCRIPT.replace("QDISC", QDISCS[qdisc]), name="window", timeout=300,
                                    log=log, purpose=f"sampling ss -tinm behind {qdisc}")
-    write_raw(out / f"raw-{qdisc}.txt", res)
-    if "== sample" not in res.stdout:
-        raise CommandError(["uml", "window.sh"], res.returncode, res.stderr)
-    results = parse(res.stdout)
-    write_atomic(out / f"results-{qdisc}.json", json.dumps(results, indent=1))
-    meta = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "script": "ovssim/collect/uml/window.py SCRIPT", "qdisc": qdisc,
-            "testbed_kernel": kernel, "host_kernel": platform.release(), "host_paths_leaked": leaks}
-    write_atomic(out / f"metadata-{qdisc}.json", json.dumps(meta, indent=1))
-    return results
+    return store_probe(out, qdisc, res, marker="== sample", parse=parse, script="window.py", kernel=kernel,
+                       leaks=leaks)
 
 
 if __name__ == "__main__":      # python -m ovssim.collect.uml.window OUT [pfifo_fast|tbf] [--reparse]
