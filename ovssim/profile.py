@@ -56,6 +56,8 @@ SCHEMA: dict[str, str] = {
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
     # a long-idle core's way out of its idle state, and how long idle counts as long (ovssim/cpu/pool.py)
     "host.idle_exit": "dist", "host.idle_exit_after": "time",
+    # a shallower idle state for idles from host.shallow_after (0 = none) up to host.idle_exit_after
+    "host.shallow_exit": "dist", "host.shallow_after": "time", "host.shallow_cold_factor": "factor",
     # and how much slower its work runs just after (the first host.cold_work of it, as a warm core runs it)
     "host.cold_factor": "factor", "host.cold_work": "time",
     # batching (issue 15): a NAPI poll's fixed cost apart from each frame's and each byte's,
@@ -107,7 +109,7 @@ CPU_COSTS: frozenset[str] = frozenset((
 # ping 70 us on 24 Nov, 15-45 us on 25 Nov, TCP throughput 3.5 Gbit/s both), so the CPU speed index cannot carry
 # them.
 LATENCIES: frozenset[str] = frozenset(("host.stack_delay", "app.wakeup", "app.idle_wake", "ovs.idle_wake",
-                                       "host.idle_exit"))
+                                       "host.idle_exit", "host.shallow_exit"))
 # latency_index: the speed of those wake-ups relative to a reference (reference RTT / this state's RTT of a ping
 # through the simplest path: 1.0 the reference, 2.0 half its latency); ovssim/validate/local.py measured_state.
 # idle_exit_us: the collector's measured idle exit (ovssim/collect/state.py), where the data have one;

@@ -76,6 +76,16 @@ def _qdisc_spec(spec):
     return spec
 
 
+def host_pool(env, cores: int, name: str, profile: Profile, rng, **kw) -> CpuPool:
+    """A host's cores with the profile's idle states and cold starts; ``rng(name)`` gives a numpy Generator."""
+    return CpuPool(env, cores, name, idle_exit=profile.sampler("host.idle_exit", rng(f"{name}.idle_exit")),
+                   idle_exit_after=profile.time("host.idle_exit_after"),
+                   cold_factor=profile.factor("host.cold_factor"), cold_work=profile.time("host.cold_work"),
+                   shallow_exit=profile.sampler("host.shallow_exit", rng(f"{name}.shallow_exit")),
+                   shallow_after=profile.time("host.shallow_after") or None,
+                   shallow_cold_factor=profile.factor("host.shallow_cold_factor"), **kw)
+
+
 def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     """Wire the scenario's path; ``rng(name)`` returns the named numpy Generator."""
     topo = Topology(env)
@@ -86,11 +96,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     pmd_hosts = {b["host"] for b in d.get("bridge", []) if b.get("port_type") == "afxdp"}
     for h in d.get("host", []):
         pmd = h["name"] in pmd_hosts
-        topo.hosts[h["name"]] = CpuPool(env, h["cores"] - pmd, h["name"], backlog_limit=backlog,
-                                        idle_exit=profile.sampler("host.idle_exit", rng(f"{h['name']}.idle_exit")),
-                                        idle_exit_after=profile.time("host.idle_exit_after"),
-                                        cold_factor=profile.factor("host.cold_factor"),
-                                        cold_work=profile.time("host.cold_work"))
+        topo.hosts[h["name"]] = host_pool(env, h["cores"] - pmd, h["name"], profile, rng, backlog_limit=backlog)
         pool = topo.hosts[h["name"]]
         if h.get("sched_slice"):
             pool.slice = h["sched_slice"]

@@ -25,6 +25,14 @@ machine (``validation/chain_ping/probe.sh``, data/local/2026-11-28-chainping): e
 1.2 us per direction to pings 0.2 ms apart and 3.8 us to pings 10 ms apart.  That part is CPU work: ``busy``
 counts it.
 
+Idle states, as cpuidle has them (drivers/cpuidle: each state has a target residency and an exit latency,
+and the governor, menu.c or teo.c, picks the deepest state whose residency the expected idle time covers):
+besides the deep state above, an optional shallow one (``shallow_after`` up to ``idle_exit_after``) with its
+own ``shallow_exit`` latency and ``shallow_cold_factor``.  A periodic load, whose next event the governor
+predicts well, finds the state its gap selects.  Measured on this machine (chain-ping probe at 13 spacings,
+data/local/2026-11-28-chainping/ping_gaps.txt): the 1-bridge ping's RTT steps from 7-8 us (gaps up to
+0.5 ms) to 10-14 us (1-3 ms), 15-25 us (4-8 ms) and 58-72 us (10 ms and more).
+
 ``backlog_limit`` bounds the work waiting for a core, like the per-CPU input
 queue ``net.core.netdev_max_backlog`` (default 1000, net/core/dev.c); work
 arriving to a full backlog is refused (the packet is dropped) and counted.
@@ -62,7 +70,8 @@ class CpuPool:
                  backlog_limit: int | None = NETDEV_MAX_BACKLOG, speed: float = 1.0,
                  slice: float | None = None, context_switch: float = CONTEXT_SWITCH,
                  idle_exit=None, idle_exit_after: float = IDLE_EXIT_AFTER, cold_factor: float = 1.0,
-                 cold_work: float = 0.0):
+                 cold_work: float = 0.0, shallow_exit=None, shallow_after: float | None = None,
+                 shallow_cold_factor: float = 1.0):
         if cores < 1:
             raise ValueError(f"{name}: a host needs at least one core, got {cores}")
         if not speed > 0:
@@ -73,13 +82,24 @@ class CpuPool:
         self.idle_exit = idle_exit if idle_exit is not None and not idle_exit.const == 0.0 else None
         self.idle_exit_after = idle_exit_after
         self.idle_exits = 0
-        if not cold_factor >= 1.0 or not cold_work >= 0.0:
-            raise ValueError(f"{name}: cold_factor must be >= 1 and cold_work >= 0 seconds, got "
-                             f"{cold_factor!r} and {cold_work!r}")
-        # after a long idle the core's first cold_work seconds of work run cold_factor times slower
+        if not cold_factor >= 1.0 or not shallow_cold_factor >= 1.0 or not cold_work >= 0.0:
+            raise ValueError(f"{name}: cold_factor and shallow_cold_factor must be >= 1 and cold_work >= 0 "
+                             f"seconds, got {cold_factor!r}, {shallow_cold_factor!r} and {cold_work!r}")
+        # a shallower idle state, entered for idles of shallow_after up to idle_exit_after: its own exit
+        # latency and cold start (None: every idle shorter than idle_exit_after costs nothing)
+        if shallow_after is not None and not 0.0 < shallow_after < idle_exit_after:
+            raise ValueError(f"{name}: shallow_after must be > 0 and below idle_exit_after "
+                             f"({idle_exit_after!r} s), got {shallow_after!r}")
+        self.shallow_after = _INF if shallow_after is None else shallow_after
+        self.shallow_exit = shallow_exit if shallow_exit is not None and not shallow_exit.const == 0.0 else None
+        self.shallow_exits = 0
+        # after an idle exit the core's first cold_work seconds of work run cold_factor (deep) or
+        # shallow_cold_factor times slower
         self.cold_factor = cold_factor
-        self.cold_work = cold_work if cold_factor > 1.0 else 0.0
+        self.shallow_cold_factor = shallow_cold_factor
+        self.cold_work = cold_work if max(cold_factor, shallow_cold_factor) > 1.0 else 0.0
         self._cold_left = [0.0] * cores   # per core, the (warm) work still to run cold
+        self._cold_slow = [cold_factor] * cores   # per core, the slowdown of that cold start
         self.served_start = 0.0           # when the work serve() accepted last started
         self.env = env
         self.name = name
@@ -155,13 +175,23 @@ class CpuPool:
         if t >= free_at:
             start = t
             left = self._cold_left[core]
-            if t - free_at >= self.idle_exit_after:
+            slow = self._cold_slow[core]
+            idle = t - free_at
+            if idle >= self.idle_exit_after:          # the deep state: a long idle
                 if self.idle_exit is not None:
-                    start = t + self.idle_exit.next()     # the core wakes from a long idle first
+                    start = t + self.idle_exit.next()     # the core comes out of its idle state first
                     self.idle_exits += 1
-                left = self.cold_work
+                slow = self.cold_factor
+                left = self.cold_work if slow > 1.0 else 0.0
+            elif idle >= self.shallow_after:
+                if self.shallow_exit is not None:
+                    start = t + self.shallow_exit.next()
+                    self.shallow_exits += 1
+                slow = self.shallow_cold_factor
+                left = self.cold_work if slow > 1.0 else 0.0
             if left:
-                work, cold = self._cold(work, left)
+                work, cold = self._cold(work, left, slow)
+                cold = (cold, slow)
             done = start + work
         elif ahead and not self.contended and arr < self._ahead_arrival[core]:
             # some booked-ahead work arrived after this: maybe a gap before it (else all arrived
@@ -171,7 +201,9 @@ class CpuPool:
         else:
             start = free_at
             if self._cold_left[core]:
-                work, cold = self._cold(work, self._cold_left[core])
+                slow = self._cold_slow[core]
+                work, cold = self._cold(work, self._cold_left[core], slow)
+                cold = (cold, slow)
             done = start + work
         starts = self._starts[core]
         waiting = 0
@@ -190,7 +222,7 @@ class CpuPool:
                 self.refused += 1
                 return None
         if cold is not None:
-            self._cold_left[core] = cold
+            self._cold_left[core], self._cold_slow[core] = cold
         self.served_start = start
         if self.contended and thread is None:
             n = self._runnable(core, t, thread)
@@ -232,12 +264,13 @@ class CpuPool:
             self._carried(key, done)
         return done
 
-    def _cold(self, work: float, left: float) -> tuple[float, float]:
+    @staticmethod
+    def _cold(work: float, left: float, factor: float) -> tuple[float, float]:
         """``work`` as it runs on a core with ``left`` of its cold start to go, and what is left after it:
-        that much of the work runs ``cold_factor`` times slower (the caches and TLBs the idle state lost
-        refill as the work runs)."""
+        that much of the work runs ``factor`` times slower (the caches and TLBs the idle state lost refill as
+        the work runs)."""
         slow = work if work < left else left
-        return work + slow * (self.cold_factor - 1.0), left - slow
+        return work + slow * (factor - 1.0), left - slow
 
     def _carried(self, key: int | None, done: float) -> None:
         """Softirq work of the sending task's flow (``key``) while a datagram is carried: its sendto() ends

@@ -11,6 +11,12 @@ ping-pong's time per exchange) holds that slowdown of the spaced ping's own work
 out, so that ``host.idle_exit`` plus the cold work gives the measured spaced ping back.  The spaced ping's warm
 work is the probe's warm RTT at zero bridges (the intercept of its line): one veth pair between two namespaces,
 the collector's own set-up.
+
+:func:`idle_states` reads the probe at 13 spacings (``ping_gaps.txt``): the 1-bridge ping's mean RTT over the
+spacing is a staircase, one step per idle state the core reaches (cpuidle picks the deepest state whose target
+residency the expected idle covers).  Three levels -- hot, shallow, deep -- fitted by least squares over the
+sorted spacings give the two residencies (geometric means of the spacings either side of each step) and the
+shallow state's exit latency (its level less the hot ping's RTT).
 """
 from __future__ import annotations
 
@@ -23,8 +29,20 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "data" / "local" / "2026-11-28-chainping" / "ping.txt"
+GAPS = PROBE.parent / "ping_gaps.txt"   # the same probe at 13 spacings, 0.2-40 ms
 WARM, COLD = 0.0002, 0.01            # the probe's spacings (s): a core that never idles, one that halts
 _LINE = re.compile(r"N=(\d+) interval=([\d.]+) rtt min/avg/max/mdev = [\d.]+/([\d.]+)/")
+
+
+# the spread of a long-idle core's exit: spaced veth pings (every 10 ms, 28 Nov) had a mean deviation of 10 us
+# around a mean of 55 us, min 29 and max 89 us -- a lognormal of shape 0.25 over the ~46 us exit
+IDLE_EXIT_SHAPE = 0.25
+
+
+def idle_exit_spec(mean: float) -> dict:
+    """``host.idle_exit`` as a profile value: lognormal of shape :data:`IDLE_EXIT_SHAPE` with mean ``mean`` (s)."""
+    return {"dist": "lognorm", "s": IDLE_EXIT_SHAPE,
+            "scale": f"{mean / np.exp(IDLE_EXIT_SHAPE ** 2 / 2) * 1e6:.4g}us"}
 
 
 @dataclass(frozen=True)
@@ -89,3 +107,60 @@ def warm_exit(step: float, exchange: float | None, cold: ColdStart, work: float 
     if exchange is None:
         exchange = work
     return max(0.0, step + exchange - cold.factor * work)
+
+
+@dataclass(frozen=True)
+class IdleStates:
+    shallow_after: float   # host.shallow_after (s): idles from here reach the shallow state
+    deep_after: float      # host.idle_exit_after (s): idles from here reach the deep one
+    shallow_exit: float    # host.shallow_exit (s): the shallow level less the hot ping's RTT
+    levels_us: tuple[float, float, float]   # mean 1-bridge RTT (us) of the hot, shallow and deep spacings
+    spacings: int
+    runs: int
+
+    def describe(self) -> str:
+        hot, shallow, deep = self.levels_us
+        return (f"idle states from {self.runs} ping runs of the chain-ping probe at {self.spacings} spacings "
+                f"({GAPS.relative_to(ROOT)}): a 1-bridge ping {hot:.1f} us below {self.shallow_after * 1e3:.2f} ms "
+                f"apart, {shallow:.1f} us up to {self.deep_after * 1e3:.2f} ms, {deep:.1f} us beyond: "
+                f"host.shallow_after {self.shallow_after * 1e3:.2f} ms, host.shallow_exit "
+                f"{self.shallow_exit * 1e6:.1f} us, host.idle_exit_after {self.deep_after * 1e3:.2f} ms")
+
+
+def three_levels(y: np.ndarray) -> tuple[int, int]:
+    """Split points (i, j) of the sequence ``y`` into three contiguous runs y[:i], y[i:j], y[j:] with the least
+    summed squared deviation from each run's mean (every run at least one long)."""
+    if len(y) < 3:
+        raise ValueError(f"three levels need at least three spacings, got {len(y)}")
+    def sse(a: np.ndarray) -> float:
+        return float(((a - a.mean()) ** 2).sum())
+    best = min((sse(y[:i]) + sse(y[i:j]) + sse(y[j:]), i, j)
+               for i in range(1, len(y) - 1) for j in range(i + 1, len(y)))
+    return best[1], best[2]
+
+
+@lru_cache(maxsize=1)
+def idle_states(path: Path = GAPS) -> IdleStates:
+    """The shallow and deep idle states of this machine from the probe's 1-bridge pings at many spacings."""
+    rtts = probe_rtts(path)
+    one = sorted((s, float(np.mean(v)), len(v)) for (n, s), v in rtts.items() if n == 1)
+    if len(one) < 3:
+        raise ValueError(f"{path}: the probe has 1-bridge pings at {len(one)} spacings; three levels need three")
+    gaps, y, counts = (np.array(c, dtype=float) for c in zip(*one))
+    i, j = three_levels(y)
+    levels = (float(y[:i].mean()), float(y[i:j].mean()), float(y[j:].mean()))
+    if not levels[0] < levels[1] < levels[2]:
+        raise ValueError(f"{path}: the 1-bridge RTT does not rise in steps with the spacing ({levels})")
+    return IdleStates(shallow_after=float(np.sqrt(gaps[i - 1] * gaps[i])),
+                      deep_after=float(np.sqrt(gaps[j - 1] * gaps[j])),
+                      shallow_exit=(levels[1] - float(y[0])) * 1e-6, levels_us=levels, spacings=len(gaps), runs=int(counts.sum()))
+
+
+def idle_params(idle_exit: float) -> dict:
+    """The profile values the local fits fix for this machine's idle states and cold start, with the deep
+    state's exit ``idle_exit`` (s, the day's measurement)."""
+    states = idle_states()
+    return {"host.idle_exit": idle_exit_spec(idle_exit), "host.cold_factor": cold_start().factor,
+            "host.idle_exit_after": f"{states.deep_after * 1e3:.4g}ms",
+            "host.shallow_after": f"{states.shallow_after * 1e3:.4g}ms",
+            "host.shallow_exit": idle_exit_spec(states.shallow_exit)}

@@ -29,7 +29,7 @@ import pandas as pd
 from ..fit.calibrate import Param, Target
 from . import plots
 from .base import ROOT, shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
-from .cold import cold_start, warm_exit
+from .cold import cold_start, idle_params, idle_states, warm_exit
 from .compare import Comparison, ks_distance, mean_ci
 from .simulate import Config, Runner
 
@@ -162,17 +162,6 @@ LATENCY_NOTE = ("; latency_index estimated: 70.1 us (the quiet 24-Nov Linux brid
 IDLE_EXIT_DATA = ROOT / "data" / "local" / "2026-11-27-quiet" / "local-offloads"
 
 
-# the spread of a long-idle core's exit: spaced veth pings (every 10 ms, 28 Nov) had a mean deviation of 10 us
-# around a mean of 55 us, min 29 and max 89 us -- a lognormal of shape 0.25 over the ~46 us exit
-IDLE_EXIT_SHAPE = 0.25
-
-
-def idle_exit_spec(mean: float) -> dict:
-    """``host.idle_exit`` as a profile value: lognormal of shape :data:`IDLE_EXIT_SHAPE` with mean ``mean`` (s)."""
-    return {"dist": "lognorm", "s": IDLE_EXIT_SHAPE,
-            "scale": f"{mean / np.exp(IDLE_EXIT_SHAPE ** 2 / 2) * 1e6:.4g}us"}
-
-
 def idle_exit_of(state: dict) -> tuple[float, str]:
     """``host.idle_exit`` (s) for a day of ``state``, and where it comes from: the collector's measurement
     where the day's campaign has one, else the one of :data:`IDLE_EXIT_DATA` moved to the day's latency index
@@ -291,13 +280,13 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
     cold = cold_start()
     host = fit_profile(runner, settings, name=host_name, configs=fit_cfgs, params=params, targets=targets,
                        data_files=data_files, state=state,
-                       fixed={"host.idle_exit": idle_exit_spec(idle_exit), "host.cold_factor": cold.factor},
+                       fixed=idle_params(idle_exit),
                        description=f"This machine's namespace testbed ({title}; 2 shared cores; OVS 3.1 netdev "
                                    "datapath and Linux bridge): fitted on single-bridge unshaped runs only",
                        method_note="targets: iperf3 TCP throughput and qperf tcp_lat RTT of the 1-bridge, "
                                    "qdisc=none runs of OVS and Linux bridge, and the Linux bridge's ping mean; "
                                    f"host.idle_exit fixed: mean {idle_exit * 1e6:.1f} us, {idle_src}; "
-                                   f"{cold.describe()}; "
+                                   f"{cold.describe()}; {idle_states().describe()}; "
                                    "sigma = std/sqrt(n) of the runs",
                        x0=X0_BUSY if state["cpu_busy"] > 0.5 else X0_QUIET, max_evals=54)
     # -- stage 2: the netdev thread's wake-up after idling, on the 1-bridge OVS ping mean, stage 1 fixed ------
