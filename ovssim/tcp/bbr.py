@@ -7,8 +7,8 @@ BBR models the path by two windowed filters and sets a pacing rate and a cwnd fr
   over ``max(send interval, ACK interval)`` of the most recently delivered segment; a
   sample shorter than min_rtt is discarded, an app-limited one only raises the max.
 * ``RTprop``: the minimum RTT over 10 s (``bbr_min_rtt_win_sec``).
-* Modes: STARTUP (pacing and cwnd gain 2/ln2 = 2.885) until the bandwidth stops growing by
-  25 % for 3 rounds (``bbr_check_full_bw_reached``); DRAIN (pacing gain 1/2.885) until
+* Modes: STARTUP (pacing and cwnd gain 2/ln2, 739/256 = 2.88672 in fixed point) until the bandwidth stops growing by
+  25 % for 3 rounds (``bbr_check_full_bw_reached``); DRAIN (pacing gain 88/256 = 0.34375) until
   the segments in the network at the next departure (``bbr_packets_in_net_at_edt``: in-flight
   less BtlBw x (EDT - now), plus a TSO-goal skb while the gain is above 1) are down to one BDP
   plus the quantization budget; PROBE_BW cycling the pacing gain over
@@ -16,7 +16,7 @@ BBR models the path by two windowed filters and sets a pacing rate and a cwnd fr
   the 3/4 one) with cwnd gain 2; PROBE_RTT when the min_rtt is 10 s old: cwnd 4 segments
   for max(200 ms, one round), then back.
 * Pacing rate = gain x BtlBw x (1 - 1 %) (``bbr_pacing_margin_percent``), only ever raised
-  before the pipe is full; initially 2.885 x cwnd / srtt (``bbr_init_pacing_rate_from_rtt``).
+  before the pipe is full; initially 2.88672 x cwnd / srtt (``bbr_init_pacing_rate_from_rtt``).
 * cwnd = cwnd_gain x BDP + 3 x the TSO goal (``bbr_quantization_budget``; the goal,
   ``bbr_tso_segs_goal``, is ~1 ms at the pacing rate in segments, at least 2 (1 below
   1.2 Mbit/s), at most 127 -- "sort of tcp_tso_autosize() but ignoring" the min-RTT term
@@ -45,8 +45,11 @@ from .congestion import CongestionControl
 from .defaults import INIT_CWND, MAX_TCP_HEADER
 
 STARTUP, DRAIN, PROBE_BW, PROBE_RTT = "startup", "drain", "probe_bw", "probe_rtt"
-HIGH_GAIN = 2885 / 1000          # BBR_UNIT * 2885 / 1000 + 1: 2/ln(2)
-DRAIN_GAIN = 1000 / 2885
+BBR_UNIT = 256                   # BBR_SCALE 8: the gains are fixed-point, in 1/256
+# bbr_high_gain = BBR_UNIT * 2885 / 1000 + 1 = 739 (2/ln2 rounded up: 2.88672), bbr_drain_gain =
+# BBR_UNIT * 1000 / 2885 = 88 (0.34375): integer divisions, as ss -ti shows them (bbr:(...,pacing_gain:0.34375))
+HIGH_GAIN = (BBR_UNIT * 2885 // 1000 + 1) / BBR_UNIT
+DRAIN_GAIN = (BBR_UNIT * 1000 // 2885) / BBR_UNIT
 CWND_GAIN = 2.0
 PACING_GAINS = (5 / 4, 3 / 4, 1, 1, 1, 1, 1, 1)
 CYCLE_RAND = 7
@@ -232,10 +235,7 @@ class Bbr(CongestionControl):
         bw = self.bw
         if not self.has_seen_rtt and s.rtt.srtt:
             self._init_pacing_rate_from_rtt()                 # bbr_set_pacing_rate's first branch
-        if bw > 0.0:
-            pace = bw * s.mss * self.pacing_gain * (1.0 - PACING_MARGIN)
-            if self.full_bw_reached or pace > s.pacing_rate:
-                s.pacing_rate = pace
+        self._set_pacing_rate(bw)
         self._set_cwnd(acked, losses, bw)
         if self.log is not None and self.round_start:
             self.log.append((now, self.mode, bw * s.mss * 8, self.min_rtt, s.pacing_rate * 8, s.cwnd))
@@ -429,6 +429,21 @@ class Bbr(CongestionControl):
         else:
             self.prior_cwnd = max(self.prior_cwnd, s.cwnd)
 
+    def _set_pacing_rate(self, bw: float) -> None:
+        """``bbr_set_pacing_rate``: gain x BtlBw less ``bbr_pacing_margin_percent``, only raised before the pipe
+        is full."""
+        s = self.s
+        if bw > 0.0:
+            pace = bw * s.mss * self.pacing_gain * (1.0 - PACING_MARGIN)
+            if self.full_bw_reached or pace > s.pacing_rate:
+                s.pacing_rate = pace
+
+    def target_cwnd(self, bw: float) -> int:
+        """``bbr_set_cwnd``'s target: ``bbr_bdp`` at the cwnd gain, plus ``bbr_ack_aggregation_cwnd``, through
+        ``bbr_quantization_budget`` (3 x ``bbr_tso_segs_goal`` at the current pacing rate, rounded up to even,
+        +2 in the 5/4 phase).  Once the pipe is full the cwnd moves to it by the ACKed segments."""
+        return self.quantization_budget(self.bdp(bw, self.cwnd_gain) + self.aggregation_cwnd())
+
     def _set_cwnd(self, acked: int, losses: int, bw: float) -> None:
         s = self.s
         if acked:
@@ -449,7 +464,7 @@ class Bbr(CongestionControl):
             if self.packet_conservation:
                 cwnd = max(cwnd, s.in_flight + acked)
             else:
-                target = self.quantization_budget(self.bdp(bw, self.cwnd_gain) + self.aggregation_cwnd())
+                target = self.target_cwnd(bw)
                 if self.full_bw_reached:
                     cwnd = min(cwnd + acked, target)
                 elif cwnd < target or self.rate.delivered < INIT_CWND:

@@ -9,7 +9,7 @@ import pytest
 
 from ovssim.tcp import connect
 from ovssim.tcp.congestion import CongestionControl
-from ovssim.tcp.bbr import DRAIN, HIGH_GAIN, PROBE_BW, PROBE_RTT, STARTUP
+from ovssim.tcp.bbr import DRAIN, DRAIN_GAIN, HIGH_GAIN, PACING_GAINS, PROBE_BW, PROBE_RTT, STARTUP
 from ovssim.tcp.tso import tso_autosize
 
 
@@ -482,3 +482,112 @@ def test_a_reader_stall_withholds_the_acks_and_bbr_aggregation_grows_the_cwnd(ma
     assert cumulative > 20 * c.sender.mss                  # the read ACKs everything that arrived meanwhile
     assert b.aggregation_cwnd() > max(agg0, skb_max // c.sender.mss)
     assert c.sender.cwnd > before[0]
+
+
+# -- several flows: the later flows' cookie sample and the cwnd target (issue 18) -----------------------------
+
+def _linux_target(bw_pps, min_rtt, cwnd_gain, pacing_Bps, extra_acked, full_bw, probe_phase0, mss=1448):
+    """bbr_set_cwnd's target as tcp_bbr.c computes it: bbr_bdp (rounded up) at the cwnd gain, plus
+    bbr_ack_aggregation_cwnd (the larger of the two extra_acked windows, at most 100 ms of bw, 0 before the pipe
+    is full), then bbr_quantization_budget: 3 x bbr_tso_segs_goal (sk_pacing_rate >> sk_pacing_shift 10 bytes,
+    at most GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER (192 here), in segments, at least 2 above 1.2 Mbit/s, at
+    most 127), rounded up to even, +2 in the 5/4 phase."""
+    bdp = math.ceil(bw_pps * min_rtt * cwnd_gain)
+    agg = min(max(extra_acked), int(bw_pps * 0.100)) if full_bw else 0
+    goal = min(max(int(min(pacing_Bps / 1024, 65536 - 1 - 192) // mss), 2 if pacing_Bps >= 1.2e6 / 8 else 1), 127)
+    target = (bdp + agg + 3 * goal + 1) & ~1
+    return target + 2 if probe_phase0 else target
+
+
+@pytest.mark.parametrize("mode, cycle_idx, bw_bps, mrtt_us, pacing_bps, ss_cwnd", [
+    # bridge HTB 20 Mbit/s P4 BBR on this host (data/local/tcp_window/2026-11-28-bbr5, ss -ti at 1.3-2.5 s):
+    # each flow's bw is its cookie's sample, 1 segment over the idle round trip (11 / 23 us)
+    (PROBE_BW, 2, 1053090592, 11, 1042.6e6, 182),      # pacing_gain 1, cwnd_gain 2
+    (PROBE_BW, 0, 1053090592, 11, 1303.2e6, 184),      # pacing_gain 1.25
+    (DRAIN, 0, 1053090592, 11, 358.4e6, 138),          # pacing_gain 0.34375, cwnd_gain 2.88672
+    (DRAIN, 0, 386132960, 23, 131.4e6, 82),
+])
+def test_the_cwnd_target_of_linux_measured_bbr_states(make_path, mode, cycle_idx, bw_bps, mrtt_us, pacing_bps,
+                                                      ss_cwnd):
+    """ss -ti gives BBR's bw, mrtt, gains and pacing rate per flow; with them and one ACK of a whole 45-segment
+    GSO skb as the aggregation term (extra_acked 45), bbr_set_cwnd's target is the cwnd ss showed in all four
+    states: a 1 Gbit/s estimate keeps the TSO goal at 45 segments (135 of the 182) in PROBE_BW and 30 in DRAIN.
+    The pacing rate follows from bw and the gain as bbr_set_pacing_rate sets it (once the pipe is full)."""
+    p = make_path(rate=20e6, delay=5e-6)
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="bbr")
+    p.env.run(until=0.01)
+    s, b = c.sender, c.sender.cc
+    assert s.mss == 1448
+    b.bw_samples.clear()
+    b.bw_samples.append((b.round_count, bw_bps / 8 / s.mss))
+    b.min_rtt = mrtt_us * 1e-6
+    b.full_bw_reached = True
+    b.extra_acked = [45, 0]
+    b.mode, b.cycle_idx = mode, cycle_idx
+    b.cwnd_gain = 2.0 if mode == PROBE_BW else HIGH_GAIN
+    # the gains in tcp_bbr.c's fixed point (ss: pacing_gain 0.34375 and cwnd_gain 2.88672 in DRAIN), so the
+    # pacing rate is ss's from its bw (1/2.885 would give 361.4 Mbit/s for 358.4)
+    b.pacing_gain = PACING_GAINS[cycle_idx] if mode == PROBE_BW else DRAIN_GAIN
+    b._set_pacing_rate(b.bw)
+    assert s.pacing_rate * 8 == pytest.approx(pacing_bps, rel=1e-3)
+    s.pacing_rate = pacing_bps / 8
+    assert b.target_cwnd(b.bw) == ss_cwnd
+    s.cwnd = 300                                   # above the target: one ACK brings it down to it
+    b._set_cwnd(1, 0, b.bw)
+    assert s.cwnd == ss_cwnd
+
+
+def test_later_flows_cookie_sets_btlbw_for_ten_rounds_and_cwnd_follows_the_target(make_path):
+    """iperf3 writes a 37-byte cookie on each idle stream before the test: tcp_rate_check_app_limited marks it,
+    its ACK is a sample of one segment (tp->delivered counts packets) over the idle round trip, and BBR takes an
+    app-limited sample into an empty max filter (bbr_update_bw).  Through a 20 Mbit/s FIFO with a ~0.1 ms idle
+    round trip that is ~10x the link: the estimate of every flow stays there until the filter's 10 rounds
+    (bbr_bw_rtts) have passed -- rounds as long as the queue the flows build meanwhile -- then falls to the
+    flows' share.  On every ACK after the pipe is full each flow's cwnd moves to tcp_bbr.c's target from its own
+    bw, min_rtt, pacing rate and extra_acked (cwnd = min(cwnd + acked, target); up by the ACKed segments only
+    below it), so with the cookie's estimate the TSO goal, and the queue, stay large (Linux, bridge HTB
+    20 Mbit/s P4: bw 0.39-1.16 Gbit/s for 2.5-3.3 s, cwnd 82-184, RTT up to 350-440 ms)."""
+    p = make_path(rate=20e6, delay=5e-6, limit=100000)
+    flows = [connect(p.env, p.a, p.b, 5001 + i, cc="bbr")[0] for i in range(4)]
+    p.env.run(until=0.01)
+    cookie = {}
+    log = {i: [] for i in range(4)}
+    for i, c in enumerate(flows):
+        s, b = c.sender, c.sender.cc
+        cong = s._cc_main                                  # the sender's bbr_main
+
+        def hook(acked, delivered, now, i=i, s=s, b=b, cong=cong):
+            prev = s.cwnd
+            cong(acked, delivered, now)
+            if i not in cookie and b.bw > 0:
+                cookie[i] = (now, b.round_count, b.bw)
+            log[i].append((now, b.round_count, b.bw, b.min_rtt, s.pacing_rate, list(b.extra_acked), b.mode,
+                           b.cycle_idx, b.cwnd_gain, b.full_bw_reached, b.packet_conservation, prev, acked, s.cwnd))
+        s._cc_main = hook
+        written = p.env.now
+        c.write(37)
+        p.env.run(until=p.env.now + 0.002)
+        t_ack, _, bw = cookie[i]
+        assert bw == pytest.approx(1 / (t_ack - written), rel=1e-6)      # one packet over its round trip
+        assert bw * s.mss * 8 > 4 * 20e6
+    for c in flows:
+        c.bulk(6.0)
+    p.env.run(until=6.0)
+    link_pps = 20e6 / 8 / 1514
+    for i, c in enumerate(flows):
+        _, r0, bw0 = cookie[i]
+        held = [e for e in log[i] if e[1] < r0 + 10]
+        after = [e for e in log[i] if e[1] > r0 + 10]
+        assert held[-1][0] > 0.5 and all(e[2] == bw0 for e in held)       # the cookie's estimate for 10 rounds
+        assert after and all(e[2] < bw0 for e in after)                   # gone once 10 rounds have passed
+        assert after[-1][2] < 1.2 * link_pps                              # then about the flows' share
+        checked = 0
+        for (now, rnd, bw, mrtt, pacing, extra, mode, cyc, gain, full, cons, prev, acked, cwnd) in log[i]:
+            if not full or cons or mode == PROBE_RTT or not acked:
+                continue
+            target = _linux_target(bw, mrtt, gain, pacing, extra, full, mode == PROBE_BW and cyc == 0)
+            assert cwnd == max(min(prev + acked, target), 4)
+            checked += 1
+        assert checked > 100
+    c0 = flows[0].sender.cc
+    assert c0.mode == PROBE_BW

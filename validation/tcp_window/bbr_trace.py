@@ -4,8 +4,8 @@
 kernel's timestamp, the task it ran in (the softirq's interrupted task, or the socket owner releasing its
 backlog), ``snd_una``/``snd_nxt``/``snd_cwnd``/``srtt`` before the segment is processed and ``data_len``.
 For iperf3's sender each event is an ACK as BBR's ``bbr_main`` sees it (its ``tcp_mstamp``), for the
-receiver each event is a data skb.  The events go to a private tracefs instance (``bbr_probe``), filtered
-on port 5201, and are written next to probe.py's JSON as ``<run>.tcp_probe.txt.gz``.
+receiver each event is a data skb.  The events go to a private tracefs instance (``bbr_probe_<pid>``), filtered
+on iperf3's port (probe.py's ``--port``, 5201 by default), and are written next to probe.py's JSON as ``<run>.tcp_probe.txt.gz``.
 
     sudo .venv/bin/python validation/tcp_window/bbr_trace.py -- --bridge --shaper htb --rate 100mbit \
         --flows 1 --cc bbr --period 2 --snd-only --out data/local/tcp_window/2026-11-28-bbr
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 TRACEFS = Path("/sys/kernel/tracing")
-INST = TRACEFS / "instances" / "bbr_probe"
+INST = TRACEFS / "instances" / f"bbr_probe_{os.getpid()}"     # one instance per run: another job may trace too
 
 
 def main():
@@ -33,7 +33,8 @@ def main():
     try:
         (INST / "buffer_size_kb").write_text("32768")
         ev = INST / "events" / "tcp" / "tcp_probe"
-        (ev / "filter").write_text("sport == 5201 || dport == 5201")
+        port = int(args[args.index("--port") + 1]) if "--port" in args else 5201
+        (ev / "filter").write_text(f"sport == {port} || dport == {port}")
         (INST / "trace").write_text("")
         (ev / "enable").write_text("1")
         out = subprocess.run([sys.executable, str(Path(__file__).with_name("probe.py")), *args],

@@ -102,7 +102,11 @@ SS_FIELDS = {
 }
 
 
-def parse_ss(text: str, port: int = 5201) -> list[dict]:
+PORT = 5201
+
+
+def parse_ss(text: str, port: int | None = None) -> list[dict]:
+    port = PORT if port is None else port
     out = []
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -140,7 +144,7 @@ def run(args) -> dict:
     sysctls = dict(kv.split("=", 1) for kv in args.sysctl)
     setup(args.shaper, args.rate, sysctls, args.limit, not args.no_gso, args.router, args.bridge)
     try:
-        srv = subprocess.Popen(f"ip netns exec {B} iperf3 -s -1", shell=True,
+        srv = subprocess.Popen(f"ip netns exec {B} iperf3 -s -1 -p {PORT}", shell=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
         stop = threading.Event(); recs: list = []
@@ -149,7 +153,7 @@ def run(args) -> dict:
                                 stdout=subprocess.PIPE, text=True)
         time.sleep(0.5)
         cc = f"-C {args.cc}" if args.cc else ""
-        ip = subprocess.run(f"ip netns exec {A} iperf3 -c {IP_B} {cc} -P {args.flows} -t {args.time} -J",
+        ip = subprocess.run(f"ip netns exec {A} iperf3 -c {IP_B} -p {PORT} {cc} -P {args.flows} -t {args.time} -J",
                             shell=True, capture_output=True, text=True)
         pout, _ = ping.communicate()
         stop.set(); th.join(); srv.wait(timeout=10)
@@ -210,8 +214,13 @@ if __name__ == "__main__":
     p.add_argument("--period", type=float, default=0.05, help="ss sampling period (s)")
     p.add_argument("--snd-only", action="store_true", help="sample only the sender's ss (no receiver ss, no tc)")
     p.add_argument("--tag", default="")
+    p.add_argument("--ns-prefix", default="tcpw", help="the namespaces' names: PREFIX-a, -b, -r (another job's "
+                   "probe may hold tcpw-*)")
+    p.add_argument("--port", type=int, default=5201, help="iperf3's port (-p)")
     p.add_argument("--out", default=str(Path(__file__).resolve().parents[2] / "data/local/tcp_window"))
     args = p.parse_args()
+    A, B, R = (f"{args.ns_prefix}-{x}" for x in "abr")
+    PORT = args.port
     res = run(args)
     s = summary(res)
     where = "bridge" if args.bridge else "router" if args.router else "sender"
