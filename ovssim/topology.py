@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from .cpu import CpuPool, GuestCpus, conn_key
+from .cpu import CpuPool, GuestCpus, WakePlacement, conn_key
 from .distributions import Sampler
 from .path.afxdp import AfxdpPort, PmdThread
 from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
@@ -145,12 +145,20 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         return loop
 
     def _vswitchd_thread(host: str):
-        # netdev: ovs-vswitchd's one thread does every bridge's packets, on its key's core (as serve keys it)
+        # netdev: ovs-vswitchd's one thread does every bridge's packets; first on its key's core (as serve
+        # keys it), unpinned: an ordinary task the scheduler wakes on an idle core (ovssim.cpu.wake)
         if host not in vswitchd:
             cpu, key = topo.hosts[host], zlib.crc32(f"{host}.ovs-vswitchd".encode())
-            vswitchd[host] = cpu.app_thread(f"{host}.ovs-vswitchd", key, "ovs-vswitchd",
-                                            affinity=[key % cpu.cores])
+            vswitchd[host] = cpu.app_thread(f"{host}.ovs-vswitchd", key, "ovs-vswitchd")
         return vswitchd[host]
+
+    vswitchd_places: dict = {}
+
+    def _vswitchd_place(host: str) -> WakePlacement:
+        # the same thread where the host does not schedule threads: its core, chosen at each wake-up
+        if host not in vswitchd_places:
+            vswitchd_places[host] = WakePlacement(topo.hosts[host], zlib.crc32(f"{host}.ovs-vswitchd".encode()))
+        return vswitchd_places[host]
 
     for b in d.get("bridge", []):
         afxdp = b.get("port_type") == "afxdp"
@@ -186,7 +194,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  thread=(_vswitchd_thread(b["host"])
                                          if b.get("datapath_type") == "netdev" and not afxdp else None),
                                  loop=(_vswitchd_loop(b["host"])
-                                       if b.get("datapath_type") == "netdev" and not afxdp else None))
+                                       if b.get("datapath_type") == "netdev" and not afxdp else None),
+                                 placement=(_vswitchd_place(b["host"])
+                                            if b.get("datapath_type") == "netdev" and not afxdp else None))
                 if afxdp:
                     afxdp_members.add(name)
             else:

@@ -95,9 +95,12 @@ Where the fast path runs (``datapath_type``, the Bridge column of that name):
 of whoever delivered it, on the core of the packet's flow -- for a container's
 sender, its own core (run to completion, :mod:`ovssim.path.endpoint`);
 ``"netdev"`` (the userspace datapath without DPDK) processes every packet in
-ovs-vswitchd's one polling thread (``thread_key``: the core of that thread,
+ovs-vswitchd's one polling thread (``thread_key``: the home core of that thread,
 shared by every netdev bridge of the host), so a sender hands its packets over
-and goes on, and the thread's backlog is where they wait.
+and goes on, and the thread's backlog is where they wait.  The thread is not pinned: woken from
+``poll()`` while its core is busy -- the sending task whose ``sendto()`` queued the frame still
+running there -- it runs on an idle core (``placement``, :mod:`ovssim.cpu.wake`; a host that
+schedules threads: :meth:`~ovssim.cpu.pool.CpuPool.run`'s wake-up balancing).
 
 Counters: ``hit``, ``missed``, ``lost``, ``flows`` -- ``ovs-dpctl show``'s --
 and, with socket buffers, ``tx_dropped`` and ``rx_dropped`` (total and per port).
@@ -161,11 +164,14 @@ class OvsDatapath(Bridge):
                  idle_stall_prob: float = 0.0, idle_stall: float = 0.004, idle_after: float = 0.004,
                  stall_rng=None, stall_state: list | None = None, thread_key: int | None = None,
                  idle_wake: float = 0.0, busy_share: float = 1.0, upcall_wakeup: Sampler | None = None,
-                 thread=None, deliver_share: float = 0.0, loop=None):
+                 thread=None, deliver_share: float = 0.0, loop=None, placement=None):
         super().__init__(env, name, lookahead=lookahead)
         # None: the kernel datapath (each flow's work on its own core); else the core key of the
         # userspace datapath's thread, which does the work of every flow
         self.thread_key = thread_key
+        # netdev, a host that does not schedule threads: where that thread wakes up (ovssim.cpu.wake,
+        # shared by the host's netdev bridges), or None (it runs on thread_key's core)
+        self._place = placement if thread_key is not None and thread is None else None
         # that thread as a schedulable ovssim.cpu.Thread (a host that schedules threads), on core thread_key % cores
         self.thread = thread
         if not 0.0 <= deliver_share < 1.0:
@@ -242,10 +248,17 @@ class OvsDatapath(Bridge):
 
     # -- the fast path -------------------------------------------------------------
     def process(self, port, pkt, vlan, t: float) -> None:
+        place = self._place
         if self.thread_key is not None:
             # netdev: the frame waits on the port's AF_PACKET socket for ovs-vswitchd's thread; a sending
             # task's softirq pass ends at packet_rcv (net/packet/af_packet.c): close its context
-            self.cpu.tx_ctx = None
+            cpu = self.cpu
+            ctx = cpu.tx_ctx
+            cpu.tx_ctx = None
+            if place is not None:
+                # the thread's core for this frame (its wake-up, if asleep); the sender whose sendto() is
+                # carrying the frame (IperfUdp._carry) runs on its flow's core, and goes on running
+                place.place(t, None if ctx is None else ctx[0] % cpu.cores)
         afp = self.afp
         if afp is not None and not self._rx_read(afp, port, pkt, t):
             return
@@ -267,6 +280,8 @@ class OvsDatapath(Bridge):
                 # the packet's own core (a megaflow serves many connections, each on its core)
                 core = self._core_key(flow)
                 port.memo = (flow, vlan, pkt.tos, key, entry, core)
+        if place is not None:
+            core = place.core                        # the datapath thread's, wherever it woke
         if entry is not None and t - entry[1] > self.max_idle:
             del self.cache[key]                      # revalidator removed the idle flow
             self._forget()
@@ -293,6 +308,8 @@ class OvsDatapath(Bridge):
                 if afp is not None:
                     self._rx_unread(afp, port, pkt, t)
                 return
+            if place is not None:                    # busy to the pass's end and the rest of its run
+                place.ran(done if loop is None else done + loop.rest)
             if self.latency_s is not None:
                 done = self._after_latency(done)
             if loop is not None:                     # sent (the output batch flushed): the run goes on
@@ -337,6 +354,8 @@ class OvsDatapath(Bridge):
             if afp is not None:
                 self._rx_unread(afp, port, pkt, t)
             return
+        if place is not None:
+            place.ran(t_miss if loop is None else t_miss + loop.rest)
         if loop is not None:
             loop.passed(t_miss)
         wake = self.upcall_wakeup_s
@@ -401,8 +420,13 @@ class OvsDatapath(Bridge):
             rx.release_at(free, -ts)
 
     def _core_key(self, flow) -> int:
-        """The core key of this flow's datapath work: its own (kernel) or the datapath thread's."""
-        return conn_key(flow) if self.thread_key is None else self.thread_key
+        """The core key of this flow's datapath work: its own (kernel) or the datapath thread's (the core it
+        runs on now where it wakes up on an idle one, :mod:`ovssim.cpu.wake`; a scheduled thread's core)."""
+        if self.thread_key is None:
+            return conn_key(flow)
+        if self._place is not None:
+            return self._place.core
+        return self.thread_key if self.thread is None else self.thread.core
 
     def _woken(self, t: float) -> float:
         """When the datapath thread starts on a packet that reached it at ``t`` (wake-up after idling)."""
