@@ -90,7 +90,8 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                         idle_exit=profile.sampler("host.idle_exit", rng(f"{h['name']}.idle_exit")),
                                         idle_exit_after=profile.time("host.idle_exit_after"),
                                         cold_factor=profile.factor("host.cold_factor"),
-                                        cold_work=profile.time("host.cold_work"))
+                                        cold_work=profile.time("host.cold_work"),
+                                        idle_busy=profile.time("host.idle_busy"))
         pool = topo.hosts[h["name"]]
         if h.get("sched_slice"):
             pool.slice = h["sched_slice"]
