@@ -203,9 +203,10 @@ HOSTCPU = TESTBED + textwrap.dedent("""\
     """)
 
 
-def host_cpu(session: int) -> float:
+def host_cpu(session: int, per_thread: dict | None = None) -> float:
     """CPU seconds of every host process in the instance's session (its kernel and one process per UML
-    process, the exited ones through their parent's cutime/cstime), from the host's /proc."""
+    process, the exited ones through their parent's cutime/cstime), from the host's /proc.  ``per_thread``,
+    if given, gets each thread's (user, system) seconds by "pid/tid comm" (the kernel's threads apart)."""
     import os
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
@@ -213,11 +214,23 @@ def host_cpu(session: int) -> float:
         if not d.name.isdigit():
             continue
         try:
-            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            head, tail = (d / "stat").read_text().rsplit(")", 1)
+            f = tail.split()
         except OSError:
             continue
         if int(f[3]) == session:                    # field 6: session id
             total += sum(int(x) for x in f[11:15]) / tick     # utime stime cutime cstime
+            if per_thread is not None:
+                for t in (d / "task").iterdir():
+                    try:
+                        th, tt = (t / "stat").read_text().rsplit(")", 1)
+                        g = tt.split()
+                    except OSError:
+                        continue
+                    # utime, stime of the thread; the process's reaped children's in its first thread's row
+                    per_thread[f"{d.name}/{t.name} {th.split('(', 1)[1]}"] = (
+                        int(g[11]) / tick + (int(g[13]) / tick if t.name == d.name else 0.0),
+                        int(g[12]) / tick + (int(g[14]) / tick if t.name == d.name else 0.0))
     return total
 
 
@@ -239,9 +252,13 @@ def run_hostcpu(out: Path, log=print) -> dict:
     inst.start(["sh", f"{IO}/hostcpu.sh"], files={"hostcpu.sh": body}, cwd=str(PROJECT_ROOT))
     samples, stop = [], threading.Event()
 
+    threads: list = []          # (time, per-thread times), every sample
+
     def sample():
         while not stop.is_set():
-            samples.append((time.time(), host_cpu(inst.proc.pid)))
+            per: dict = {}
+            samples.append((time.time(), host_cpu(inst.proc.pid, per)))
+            threads.append((samples[-1][0], per))
             stop.wait(0.1)
     th = threading.Thread(target=sample, daemon=True)
     th.start()
@@ -270,6 +287,13 @@ def run_hostcpu(out: Path, log=print) -> dict:
         ticks = sum(b["jiffies"]) - sum(a["jiffies"])
         spans[ph] = {"seconds": el, "uml_busy_share": 1.0 - idle / el, "host_cpu_share": host / el,
                      "uml_busy_ticks_share": (ticks - 100 * idle) / max(1e-9, ticks)}
+        # each host thread's user and system seconds over the span (the samples nearest its ends)
+        i0 = int(np.argmin(abs(ts - a["wall"])))
+        i1 = int(np.argmin(abs(ts - b["wall"])))
+        t0, t1 = threads[i0][1], threads[i1][1]
+        spans[ph]["threads"] = {k: [round(v[0] - t0.get(k, (0, 0))[0], 3), round(v[1] - t0.get(k, (0, 0))[1], 3)]
+                                for k, v in t1.items() if v != t0.get(k)}
+        spans[ph]["threads_span"] = ts[i1] - ts[i0]
     m = re.search(r"^throughput ([\d.e+]+) cpu (.*)$", res.stdout, re.M)
     results = {"spans": spans, "marks": marks, "throughput": float(m.group(1)) if m else None,
                "iperf_cpu": m.group(2) if m else None, "host_samples": samples}
