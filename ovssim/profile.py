@@ -60,6 +60,8 @@ SCHEMA: dict[str, str] = {
     "host.shallow_exit": "dist", "host.shallow_after": "time", "host.shallow_cold_factor": "factor",
     # and how much slower its work runs just after (the first host.cold_work of it, as a warm core runs it)
     "host.cold_factor": "factor", "host.cold_work": "time",
+    # busy time per idle gap that delays no work (a UML instance's way into and out of idle; ovssim/cpu/pool.py)
+    "host.idle_busy": "time",
     # batching (issue 15): a NAPI poll's fixed cost apart from each frame's and each byte's,
     # software segmentation per segment and per checksummed byte
     "nic.cpu_per_poll": "time", "nic.cpu_per_packet": "time",

@@ -83,7 +83,8 @@ def host_pool(env, cores: int, name: str, profile: Profile, rng, **kw) -> CpuPoo
                    cold_factor=profile.factor("host.cold_factor"), cold_work=profile.time("host.cold_work"),
                    shallow_exit=profile.sampler("host.shallow_exit", rng(f"{name}.shallow_exit")),
                    shallow_after=profile.time("host.shallow_after") or None,
-                   shallow_cold_factor=profile.factor("host.shallow_cold_factor"), **kw)
+                   shallow_cold_factor=profile.factor("host.shallow_cold_factor"),
+                   idle_busy=profile.time("host.idle_busy"), **kw)
 
 
 def build(env, sc: Scenario, profile: Profile, rng) -> Topology:

@@ -58,6 +58,10 @@ STREAMS = 4
 # the kernel datapath has no AF_PACKET sockets: local_netns.toml's buffers are the netdev datapath's
 KERNEL_DP = {"ovs.tx_sndbuf": 0, "ovs.rx_rcvbuf": 0}
 UML_KERNEL = "6.1"        # the user-mode-linux package's kernel (6.1.176): its TCP's version-dependent behaviour
+# the instance's CPU per wake-up from idle, measured inside UML (ovssim/collect/uml/cpucost.py: a process woken
+# by its timer every 1 ms, nothing else running, against the idle instance)
+DATA_CPUCOST = ROOT / "data" / "uml" / "2026-11-28" / "uml-cpucost"
+WAKE_PERIOD_US = 1000     # the wake-up period whose cost is taken: the campaign's frames come every 0.6 ms
 WINDOW = 3.0              # seconds of probes compared (the first ones after the probe starts)
 
 
@@ -81,6 +85,25 @@ def qdisc_spec(name: str) -> dict:
 UML_SYSCTLS = {"net.ipv4.tcp_congestion_control": "cubic"}
 
 
+def idle_busy(path: Path = DATA_CPUCOST, period_us: int = WAKE_PERIOD_US) -> float | None:
+    """Seconds of the instance's CPU per wake-up from idle (``host.idle_busy``): the busy share a process
+    woken every ``period_us`` adds to the idle instance's, per wake-up (CONFIG_NO_HZ_IDLE: busy = elapsed -
+    the measured idle time), the mean over the probe's runs; None without the data.  The cost grows with
+    the idle gap before the wake-up (0.04 ms every 1 ms, 0.06-0.08 ms every 2 ms, 0.06-0.25 ms every 10 ms:
+    data/uml/2026-11-28/uml-cpucost/README.md); the campaign's gaps are shorter than 1 ms."""
+    import json
+    per = []
+    for f in sorted(path.glob("results-cpucost-*.json")):
+        steps = json.loads(f.read_text())["steps"]
+        for name, st in steps.items():
+            if name.startswith(f"wake{period_us}-"):
+                idle = steps.get("idle" + name.rsplit("-", 1)[1])
+                if idle:
+                    wakes = st["seconds"] * 1e6 / period_us
+                    per.append((st["busy_share"] - idle["busy_share"]) * st["seconds"] / wakes)
+    return float(np.mean(per)) if per else None
+
+
 def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp: bool = False) -> Config:
     """``start``: the probe's first send, seconds after the load's (negative when, in a slow
     instance, the iperf3 server took longer to listen than ``alongside_start``)."""
@@ -101,11 +124,18 @@ def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp
                  **{"bridge.br": {"kind": bridge, "chain": 1, "link": "patch", "datapath_type": "system"},
                     "vm.ns1": {"veth_orphans": False, "kernel": UML_KERNEL, "sysctl": UML_SYSCTLS},
                     "vm.ns2": {"qdisc": qdisc_spec(qdisc), "veth_orphans": False, "kernel": UML_KERNEL,
-                               "sysctl": UML_SYSCTLS}, "host.local": {"cores": 1}, "params": KERNEL_DP})
+                               "sysctl": UML_SYSCTLS}, "host.local": {"cores": 1}, "params": _uml_params()})
     label = (f"uml-{qdisc}" if bridge == "linux" else f"uml-{bridge}-{qdisc}") + (" +udp" if udp else "")
     sc["scenario"]["duration"] = f"{span:.3f}s"
     sc["scenario"]["name"] = label
     return Config(label, sc, {"qdisc": qdisc, "probes": n, "spacing": spacing, "start": start})
+
+
+def _uml_params() -> dict:
+    """The scenarios' own parameters: no AF_PACKET buffers (the kernel datapath) and the instance's measured
+    CPU per wake-up from idle (:func:`idle_busy`), which delays no packet (ovssim/cpu/pool.py)."""
+    w = idle_busy()
+    return {**KERNEL_DP, **({"host.idle_busy": f"{w * 1e6:.1f}us"} if w else {})}
 
 
 def _scaled_costs(params: dict, factor: float) -> dict:
@@ -640,16 +670,31 @@ def cpu_rows(tb: TestbedResult, df: pd.DataFrame, cfgs: dict, sims: dict) -> Non
     span = lambda v: f"{min(v):.0f}-{max(v):.0f}" if round(min(v)) != round(max(v)) else f"{min(v):.0f}"
     if meas and server.size and thr.size:
         per_segment = np.mean(server) / (np.mean(thr) / (MSS * 8))
+        w = idle_busy()
         tb.notes.append(
             f"**UML's CPU is busier than the model's**: the instance's one CPU was {span(meas)} % busy under the "
             f"load, the model's {span(sim)} %. The iperf3 server alone used {100 * np.mean(server):.0f} % "
-            f"(iperf3's own figure), {per_segment * 1e6:.0f} us of CPU per segment received. Every system call of "
-            "a UML process traps through ptrace to the UML kernel; the profile's CPU factor comes from the idle "
-            "cached ping's latency, which has none of that work on its path, so the model has no cost for it. "
-            "Probes whose RTT under load is mostly the path's own latency (FQ-CoDel's new-flow ping, SFQ's) are "
-            "low in the model; charging the server's measured cost per segment (`app.recv_per_packet`) alone "
-            "does not raise them, since the model runs a packet's softirq work before the reader's: what UML's "
-            "pings wait for is the rest of its busy time, its kernel's own, which is not modelled.")
+            f"(iperf3's own figure), {per_segment * 1e6:.0f} us of CPU per segment received. Measured inside UML "
+            "(`data/uml/2026-11-28/uml-cpucost`, ovssim/collect/uml/cpucost.py): the busy time is real host CPU "
+            "(the host's own count of the instance's processes over the campaign's load: 34.5 and 58.4 % in two "
+            "runs where UML's /proc/stat said 35.3 and 52.6 %), and little of it is the instance's kernel code: "
+            "of the 58.4 %, 10.5 points were the UML kernel process's user time, 28.0 its host system time "
+            "(ptrace, signals, its processes' address spaces) and 17.9 + 1.2 the busiest UML process's host "
+            "process, by its figures the iperf3 server's (host system time: its traps; user time: its own code); "
+            "a system call costs 14-51 us (getppid, four runs; 0.17 us on the host) and the iperf3 server makes "
+            "1.3 per segment received, the client 0.3 per segment sent (strace -c); a wake-up from "
+            "idle costs the instance "
+            + (f"{w * 1e6:.0f} us every 1 ms " if w else "")
+            + "(more after longer idle gaps: 0.06-0.25 ms every 10 ms). The model counts that last cost "
+            "(`host.idle_busy`, measured, nothing fitted) as busy time that delays no packet -- a blocking "
+            "form (100-200 us of the CPU after each wake-up) put FQ-CoDel's ping at 0.73-0.97 ms against 0.54 "
+            "measured -- so these rows move and no other does; the rest of the busy time (the system calls and "
+            "the kernel work the server's calls carry: its ACKs and the sender's segments they release) is not "
+            "modelled: charged to the server per segment received (137 us, `app.recv_per_packet`) or per byte "
+            "as its and the client's measured system calls, it leaves the new-flow pings where they are (FQ-CoDel "
+            "0.44 ms simulated either way) and lowers the FIFO schedulers' RTT (pfifo_fast's KS 0.13 -> 0.17-0.24); "
+            "those pings' runs have medians of 0.43-0.50 ms (Linux bridge) and 0.45-0.57 ms (OVS) against "
+            "0.44 simulated: their means are raised by a run or two's stalls.")
 
 
 def state_notes(data: Path, df: pd.DataFrame, loaded: Path | None = None) -> list[str]:

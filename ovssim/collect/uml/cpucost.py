@@ -1,0 +1,394 @@
+"""What a UML instance's one CPU spends per system call, per process switch and per forwarded packet (issue 22).
+
+``python -m ovssim.collect.uml.cpucost OUT`` boots one instance, builds the campaign's Linux-bridge testbed
+(:data:`ovssim.collect.uml.window.TESTBED`, no qdisc on ``vif2``), compiles :data:`BENCH` with the host's gcc
+inside it and runs, one at a time, nothing else running:
+
+* ``sys``: ``getppid()`` N times (a system call that does nothing: in UML every one traps through ptrace
+  from the process's host process to the UML kernel's and back);
+* ``pipe``: two processes passing one byte back and forth over two pipes (a round trip = two writes, two
+  reads and two switches between UML processes);
+* ``fwd``: UDP datagrams from ``w-vm1`` to ``w-vm2`` across the bridge, K every 10 ms sent with one
+  ``sendmmsg`` (no system call per datagram), for K in :data:`RATES`, the receiver (a) never reading
+  (its socket full: the datagrams cross veth, bridge, veth, IP and UDP and are dropped at the socket --
+  the kernel's path alone) and (b) reading each datagram with ``recv`` (+ a wake-up and a system call
+  per datagram);
+* ``idle``/``wake``: the idle instance, then a process woken by its timer every 10, 2 and 1 ms that does
+  nothing else -- what a wake-up from idle costs;
+* ``contend``: 200 pings between the namespaces alone, beside a user-mode busy loop and beside a loop of
+  ``getppid()`` calls.
+
+/proc/stat before and after each step.  The kernel is CONFIG_NO_HZ_IDLE with tick-based accounting
+(/usr/share/doc/user-mode-linux/config.gz): the idle time is measured, the busy time only sampled by the
+tick, which a short busy spell after idle never sees, so a step's ``busy_share`` is 1 - idle / elapsed.
+
+``--strace``: the campaign's load with ``strace -c -f`` on both iperf3 ends (their system calls per segment).
+``--hostcpu``: the campaign's load while the host sums the CPU time of the instance's host processes
+(:func:`host_cpu`): UML's busy share against the host's count over the same span.
+
+Output: ``raw-TAG.txt``, ``results-TAG.json``, ``metadata-TAG.json`` (TAG ``cpucost``, ``strace``, ``hostcpu``).
+"""
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from .collect import run_probe, store_probe
+from .window import TESTBED, htb_leaf
+
+RATES = (0, 1, 5, 10, 20)       # datagrams per 10 ms
+SECONDS = 5
+LENGTH = 64                  # UDP payload bytes
+
+BENCH = textwrap.dedent(r"""
+    #define _GNU_SOURCE
+    #include <arpa/inet.h>
+    #include <stdio.h>
+    #include <stdlib.h>
+    #include <string.h>
+    #include <sys/socket.h>
+    #include <sys/syscall.h>
+    #include <sys/wait.h>
+    #include <time.h>
+    #include <unistd.h>
+    static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+    int main(int argc, char **argv) {
+        const char *m = argv[1];
+        if (!strcmp(m, "sys")) {
+            long n = atol(argv[2]); double t = now();
+            for (long i = 0; i < n; i++) syscall(SYS_getppid);
+            printf("sys_us %.3f\n", (now() - t) / n * 1e6); return 0;
+        }
+        if (!strcmp(m, "spin") || !strcmp(m, "sysloop")) {   /* SECONDS: a user-mode loop, or getppid() back to back */
+            double end = now() + atof(argv[2]); long n = 0; int sys = !strcmp(m, "sysloop");
+            volatile unsigned long x = 0;
+            while (1) { for (int i = 0; i < 1000; i++) { if (sys) syscall(SYS_getppid); else x += i; } n += 1000; if (now() >= end) break; }
+            printf("%s_iterations %ld\n", m, n); return 0;
+        }
+        if (!strcmp(m, "pipe")) {
+            long n = atol(argv[2]); int a[2], b[2]; char c = 0;
+            if (pipe(a) || pipe(b)) return 1;
+            pid_t p = fork();
+            if (p == 0) { for (long i = 0; i < n; i++) { if (read(a[0], &c, 1) != 1) _exit(1); if (write(b[1], &c, 1) != 1) _exit(1); } _exit(0); }
+            double t = now();
+            for (long i = 0; i < n; i++) { if (write(a[1], &c, 1) != 1) return 1; if (read(b[0], &c, 1) != 1) return 1; }
+            printf("pipe_rt_us %.3f\n", (now() - t) / n * 1e6); waitpid(p, 0, 0); return 0;
+        }
+        if (!strcmp(m, "send")) {          /* send DST K SECONDS LEN [PERIOD_US]: K datagrams every period (10 ms), one sendmmsg */
+            int k = atoi(argv[3]); double secs = atof(argv[4]); int len = atoi(argv[5]);
+            long period = argc > 6 ? atol(argv[6]) * 1000 : 10000000;
+            int s = socket(AF_INET, SOCK_DGRAM, 0); struct sockaddr_in d = {0};
+            d.sin_family = AF_INET; d.sin_port = htons(9000); inet_pton(AF_INET, argv[2], &d.sin_addr);
+            if (connect(s, (void *)&d, sizeof d)) return 1;
+            static char buf[2000]; struct mmsghdr mm[64]; struct iovec io[64];
+            for (int i = 0; i < 64; i++) { io[i].iov_base = buf; io[i].iov_len = len; memset(&mm[i], 0, sizeof mm[i]); mm[i].msg_hdr.msg_iov = &io[i]; mm[i].msg_hdr.msg_iovlen = 1; }
+            struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); long sent = 0; long ticks = (long)(secs * 1e9 / period);
+            for (long j = 0; j < ticks; j++) {
+                t.tv_nsec += period; if (t.tv_nsec >= 1000000000) { t.tv_nsec -= 1000000000; t.tv_sec++; }
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, 0);
+                if (k > 0) { int r = sendmmsg(s, mm, k, 0); if (r > 0) sent += r; }
+            }
+            printf("sent %ld\n", sent); return 0;
+        }
+        if (!strcmp(m, "recv")) {          /* recv SECONDS read|noread */
+            double secs = atof(argv[2]); int rd = !strcmp(argv[3], "read");
+            int s = socket(AF_INET, SOCK_DGRAM, 0); struct sockaddr_in a = {0};
+            a.sin_family = AF_INET; a.sin_port = htons(9000);
+            int one = 2048; if (!rd) setsockopt(s, SOL_SOCKET, SO_RCVBUF, &one, sizeof one);
+            if (bind(s, (void *)&a, sizeof a)) return 1;
+            struct timeval tv = {0, 200000}; setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            double end = now() + secs; long got = 0; char buf[2000];
+            if (!rd) { while (now() < end) usleep(200000); }
+            else while (now() < end) { if (recv(s, buf, sizeof buf, 0) > 0) got++; }
+            printf("received %ld\n", got); return 0;
+        }
+        return 2;
+    }
+    """)
+
+SCRIPT = TESTBED + textwrap.dedent("""\
+    set +e
+    cat > /tmp/b.c <<'EOF'
+    BENCH_C
+    EOF
+    gcc -O2 -o /tmp/b /tmp/b.c || { echo "== gcc failed"; exit 1; }
+    echo "== kernel $(uname -r)"
+    echo "== hz $(getconf CLK_TCK)"
+    echo "== preempt $(uname -v)"
+    ip netns exec w-vm1 ping -c 3 -i 0.2 -q 10.97.0.2 >/dev/null
+    cpu() { echo "== cpu $1 $(cut -d' ' -f1 /proc/uptime) $(head -1 /proc/stat)"; }
+    sleep 1
+    for rep in 1 2 3; do
+      cpu sys$rep.0; echo "== step sys$rep $(/tmp/b sys 20000)"; cpu sys$rep.1
+      cpu pipe$rep.0; echo "== step pipe$rep $(/tmp/b pipe 5000)"; cpu pipe$rep.1
+    done
+    # the instance idle, then a process woken by its timer every 10, 2 and 1 ms doing nothing else (one
+    # clock_nanosleep per wake-up): what a wake-up from idle costs the CPU
+    for rep in 1 2; do
+      cpu idle$rep.0; sleep SECS; cpu idle$rep.1; echo "== step idle$rep"
+      for p in 10000 2000 1000; do
+        cpu wake$p-$rep.0; S=$(/tmp/b send 127.0.0.1 0 SECS LEN $p); cpu wake$p-$rep.1; echo "== step wake$p-$rep $S"
+      done
+    done
+    for rep in 1 2; do
+      for bg in none spin sysloop; do
+        [ $bg = none ] || { ip netns exec w-vm2 /tmp/b $bg 3 > /tmp/bg.txt & }
+        sleep 0.1
+        ip netns exec w-vm1 ping -c 200 -i 0.01 10.97.0.2 > /tmp/ping.txt
+        wait
+        echo "== contend $rep $bg $(cat /tmp/bg.txt 2>/dev/null) rtts $(grep -o 'time=[0-9.]*' /tmp/ping.txt | cut -d= -f2 | tr '\\n' ' ')"
+        rm -f /tmp/bg.txt
+      done
+    done
+    for mode in noread read; do
+      for k in RATES; do
+        ip netns exec w-vm2 /tmp/b recv SECS.5 $mode > /tmp/r.txt &
+        R=$!
+        sleep 0.2
+        cpu fwd-$mode-$k.0
+        S=$(ip netns exec w-vm1 /tmp/b send 10.97.0.2 $k SECS LEN)
+        cpu fwd-$mode-$k.1
+        wait $R
+        echo "== step fwd-$mode-$k $S $(cat /tmp/r.txt)"
+        echo "== drops fwd-$mode-$k $(ip netns exec w-vm2 cat /proc/net/snmp | grep '^Udp:' | tail -1)"
+      done
+    done
+    echo "== end"
+    """)
+
+
+# how many system calls the campaign's iperf3 ends make per segment (strace -c -f inside the instance): the
+# campaign's load (4 CUBIC flows through the 20 Mbit/s HTB class, pfifo_fast leaf) for 4 s
+STRACE = TESTBED + textwrap.dedent("""\
+    set +e
+    echo "== kernel $(uname -r)"
+    ip netns exec w-vm1 ping -c 3 -i 0.2 -q 10.97.0.2 >/dev/null
+    ip netns exec w-vm2 strace -c -f -o /tmp/srv.txt iperf3 -s -1 > /dev/null 2>&1 &
+    sleep 1
+    ip netns exec w-vm1 strace -c -f -o /tmp/cli.txt iperf3 -c 10.97.0.2 -P 4 -C cubic -t 4 -J > /tmp/iperf.json
+    wait
+    echo "== iperf"; python3 -c "
+    import json; d = json.load(open('/tmp/iperf.json')); e = d['end']
+    print('bytes', e['sum_received']['bytes'], 'seconds', e['sum_received']['seconds'])"
+    echo "== strace server"; cat /tmp/srv.txt
+    echo "== strace client"; cat /tmp/cli.txt
+    echo "== end"
+    """)
+
+
+# the campaign's load (data/campaigns/uml-schedulers.toml: 4 iperf3 CUBIC flows through the 20 Mbit/s HTB class,
+# ping every 10 ms) with /proc/stat and the wall clock at its start and end, for the host's view of the same span
+HOSTCPU = TESTBED + textwrap.dedent("""\
+    set +e
+    echo "== kernel $(uname -r)"
+    ip netns exec w-vm1 ping -c 3 -i 0.2 -q 10.97.0.2 >/dev/null
+    mark() { echo "== mark $1 $(date +%s.%N) $(cut -d' ' -f1 /proc/uptime) $(head -1 /proc/stat)"; }
+    sleep 1
+    mark idle0; sleep 4; mark idle1
+    ip netns exec w-vm2 iperf3 -s -1 -D
+    sleep 0.5
+    ip netns exec w-vm1 iperf3 -c 10.97.0.2 -P 4 -C cubic -t 8 -J > /tmp/iperf.json &
+    IP=$!
+    (sleep 1; ip netns exec w-vm1 ping -c 600 -i 0.01 -q 10.97.0.2 > /tmp/ping.txt) &
+    sleep 2; mark load0; sleep 5; mark load1
+    wait
+    echo "== iperf"; python3 -c "
+    import json; d = json.load(open('/tmp/iperf.json')); e = d['end']
+    print('throughput', e['sum_received']['bits_per_second'], 'cpu', e['cpu_utilization_percent'])"
+    echo "== end"
+    """)
+
+
+def host_cpu(session: int, per_thread: dict | None = None) -> float:
+    """CPU seconds of every host process in the instance's session (its kernel and one process per UML
+    process, the exited ones through their parent's cutime/cstime), from the host's /proc.  ``per_thread``,
+    if given, gets each thread's (user, system) seconds by "pid/tid comm" (the kernel's threads apart)."""
+    import os
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            head, tail = (d / "stat").read_text().rsplit(")", 1)
+            f = tail.split()
+        except OSError:
+            continue
+        if int(f[3]) == session:                    # field 6: session id
+            total += sum(int(x) for x in f[11:15]) / tick     # utime stime cutime cstime
+            if per_thread is not None:
+                for t in (d / "task").iterdir():
+                    try:
+                        th, tt = (t / "stat").read_text().rsplit(")", 1)
+                        g = tt.split()
+                    except OSError:
+                        continue
+                    # utime, stime of the thread; the process's reaped children's in its first thread's row
+                    per_thread[f"{d.name}/{t.name} {th.split('(', 1)[1]}"] = (
+                        int(g[11]) / tick + (int(g[13]) / tick if t.name == d.name else 0.0),
+                        int(g[12]) / tick + (int(g[14]) / tick if t.name == d.name else 0.0))
+    return total
+
+
+def run_hostcpu(out: Path, log=print) -> dict:
+    """The campaign's load inside the instance (:data:`HOSTCPU`) while the host samples the instance's
+    processes' CPU time every 0.1 s: UML's own busy share (/proc/stat) against the host CPU its processes
+    used over the same spans.  ``*-hostcpu.*``."""
+    import json
+    import threading
+    import time
+    from datetime import datetime, timezone
+    from ...atomic import write_atomic
+    from .collect import PROJECT_ROOT, write_raw
+    from .instance import IO, UmlInstance
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    body = HOSTCPU.replace("QDISC", htb_leaf("pfifo_fast"))
+    inst = UmlInstance(keep=[str(out)], purpose="the host's view of the instance's CPU under the campaign's load")
+    inst.start(["sh", f"{IO}/hostcpu.sh"], files={"hostcpu.sh": body}, cwd=str(PROJECT_ROOT))
+    samples, stop = [], threading.Event()
+
+    threads: list = []          # (time, per-thread times), every sample
+
+    def sample():
+        while not stop.is_set():
+            per: dict = {}
+            samples.append((time.time(), host_cpu(inst.proc.pid, per)))
+            threads.append((samples[-1][0], per))
+            stop.wait(0.1)
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    try:
+        res = inst.wait(timeout=200)
+        leaks = inst.leaks()
+    finally:
+        stop.set()
+        th.join()
+        inst.stop(grace=0)
+    write_raw(out / "raw-hostcpu.txt", res)
+    marks = {}
+    for name, wall, up, rest in re.findall(r"^== mark (\w+) ([\d.]+) ([\d.]+) cpu\s+([\d ]+)$", res.stdout, re.M):
+        j = [int(x) for x in rest.split()]
+        marks[name] = {"wall": float(wall), "uptime": float(up), "jiffies": j}
+    ts = np.array([t for t, _ in samples])
+    cs = np.array([c for _, c in samples])
+    spans = {}
+    for ph in ("idle", "load"):
+        a, b = marks.get(f"{ph}0"), marks.get(f"{ph}1")
+        if not a or not b or not ts.size:
+            continue
+        el = b["uptime"] - a["uptime"]
+        idle = (b["jiffies"][3] + b["jiffies"][4] - a["jiffies"][3] - a["jiffies"][4]) / 100.0
+        host = float(np.interp(b["wall"], ts, cs) - np.interp(a["wall"], ts, cs))
+        ticks = sum(b["jiffies"]) - sum(a["jiffies"])
+        spans[ph] = {"seconds": el, "uml_busy_share": 1.0 - idle / el, "host_cpu_share": host / el,
+                     "uml_busy_ticks_share": (ticks - 100 * idle) / max(1e-9, ticks)}
+        # each host thread's user and system seconds over the span (the samples nearest its ends)
+        i0 = int(np.argmin(abs(ts - a["wall"])))
+        i1 = int(np.argmin(abs(ts - b["wall"])))
+        t0, t1 = threads[i0][1], threads[i1][1]
+        spans[ph]["threads"] = {k: [round(v[0] - t0.get(k, (0, 0))[0], 3), round(v[1] - t0.get(k, (0, 0))[1], 3)]
+                                for k, v in t1.items() if v != t0.get(k)}
+        spans[ph]["threads_span"] = ts[i1] - ts[i0]
+    m = re.search(r"^throughput ([\d.e+]+) cpu (.*)$", res.stdout, re.M)
+    results = {"spans": spans, "marks": marks, "throughput": float(m.group(1)) if m else None,
+               "iperf_cpu": m.group(2) if m else None, "host_samples": samples}
+    write_atomic(out / "results-hostcpu.json", json.dumps(results, indent=1))
+    meta = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "script": "ovssim/collect/uml/cpucost.py HOSTCPU",
+            "host_loadavg": Path("/proc/loadavg").read_text().split()[:3], "host_paths_leaked": leaks,
+            "testbed_kernel": {"kind": "user-mode-linux", "version": inst.kernel.version, "cpus": 1}}
+    write_atomic(out / "metadata-hostcpu.json", json.dumps(meta, indent=1))
+    return results
+
+
+def script() -> str:
+    return (SCRIPT.replace("QDISC", ":").replace("BENCH_C", BENCH.strip())
+            .replace("RATES", " ".join(map(str, RATES))).replace("SECS", str(SECONDS)).replace("LEN", str(LENGTH)))
+
+
+def parse(text: str) -> dict:
+    """Per step: its figures and the /proc/stat ticks it took (busy = all but idle and iowait)."""
+    cpu = {}
+    for tag, up, rest in re.findall(r"^== cpu (\S+) ([\d.]+) cpu\s+([\d ]+)$", text, re.M):
+        j = [int(x) for x in rest.split()]
+        cpu[tag] = (float(up), sum(j) - j[3] - j[4], j)
+    steps = {}
+    for name, rest in re.findall(r"^== step (\S+) ?(.*)$", text, re.M):
+        nums = dict(zip(rest.split()[0::2], (float(x) for x in rest.split()[1::2])))
+        a, b = cpu.get(f"{name}.0"), cpu.get(f"{name}.1")
+        if a and b:
+            nums["seconds"] = b[0] - a[0]
+            nums["busy_ticks"] = b[1] - a[1]
+            nums["ticks"] = sum(b[2]) - sum(a[2])
+            nums["fields"] = [y - x for x, y in zip(a[2], b[2])]
+            # CONFIG_NO_HZ_IDLE: idle time is measured (the nohz idle sleep time), busy time only sampled by
+            # the tick, and a short busy spell after idle gets no tick at all: busy = elapsed - idle
+            nums["busy_share"] = 1.0 - (nums["fields"][3] + nums["fields"][4]) / (100.0 * nums["seconds"])
+        steps[name] = nums
+    contend = [{"rep": int(r), "background": bg, "info": info.strip(),
+                "rtt_ms": [float(x) for x in rtts.split()]}
+               for r, bg, info, rtts in re.findall(r"^== contend (\d+) (\w+) (.*?)rtts (.*)$", text, re.M)]
+    return {"steps": steps, "contend": contend, "kernel": (re.findall(r"^== kernel (.*)$", text, re.M) or [""])[0],
+            "uname_v": (re.findall(r"^== preempt (.*)$", text, re.M) or [""])[0]}
+
+
+def run(out: Path, log=print) -> dict:
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    res, leaks, kernel = run_probe(out, script(), name="cpucost", timeout=300, log=log,
+                                   purpose="the instance's CPU cost per system call, switch and packet")
+    return store_probe(out, "cpucost", res, marker="== end", parse=parse, script="cpucost.py", kernel=kernel,
+                       leaks=leaks, host_loadavg=Path("/proc/loadavg").read_text().split()[:3])
+
+
+def run_strace(out: Path, log=print) -> dict:
+    """The iperf3 ends' system calls under the campaign's load (:data:`STRACE`): ``*-strace.*``."""
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    body = STRACE.replace("QDISC", htb_leaf("pfifo_fast"))
+    res, leaks, kernel = run_probe(out, body, name="strace", timeout=200, log=log,
+                                   purpose="counting the iperf3 ends' system calls under the campaign's load")
+    return store_probe(out, "strace", res, marker="== end", parse=parse_strace, script="cpucost.py STRACE",
+                       kernel=kernel, leaks=leaks, host_loadavg=Path("/proc/loadavg").read_text().split()[:3])
+
+
+def parse_strace(text: str) -> dict:
+    """Segments received (bytes / 1448) and each end's system calls by name (strace -c's table)."""
+    m = re.search(r"^bytes (\d+) seconds ([\d.]+)", text, re.M)
+    out: dict = {"bytes": int(m.group(1)) if m else None, "seconds": float(m.group(2)) if m else None}
+    for end in ("server", "client"):
+        block = text.split(f"== strace {end}\n", 1)[-1].split("\n== ", 1)[0] if f"== strace {end}" in text else ""
+        calls = {}
+        for line in block.splitlines():
+            f = line.split()
+            if len(f) >= 5 and f[0].replace(".", "").isdigit() and f[-1] != "total":
+                calls[f[-1]] = int(f[3])
+        out[end] = calls
+    return out
+
+
+if __name__ == "__main__":
+    import json
+    if len(sys.argv) > 2 and sys.argv[2] == "--reparse":      # results-*.json anew from the raw files
+        from ...atomic import write_atomic
+        from .collect import read_raw
+        for raw in sorted(Path(sys.argv[1]).glob("raw-*.txt")):
+            tag = raw.stem[len("raw-"):]
+            parsed = (parse_strace if tag.startswith("strace") else parse)(read_raw(raw))
+            write_atomic(raw.with_name(f"results-{tag}.json"), json.dumps(parsed, indent=1))
+            print("wrote", raw.with_name(f"results-{tag}.json"))
+        sys.exit(0)
+    if len(sys.argv) > 2 and sys.argv[2] == "--hostcpu":
+        r = run_hostcpu(Path(sys.argv[1]))
+        print(json.dumps({k: v for k, v in r.items() if k != "host_samples"}, indent=1))
+        sys.exit(0)
+    if len(sys.argv) > 2 and sys.argv[2] == "--strace":
+        print(json.dumps(run_strace(Path(sys.argv[1])), indent=1))
+        sys.exit(0)
+    r = run(Path(sys.argv[1]))
+    print(json.dumps(r["steps"], indent=1))
