@@ -116,10 +116,12 @@ LATENCIES: frozenset[str] = frozenset(("host.stack_delay", "app.wakeup", "app.id
 # through the simplest path: 1.0 the reference, 2.0 half its latency); ovssim/validate/local.py measured_state.
 # idle_exit_us: the collector's measured idle exit (ovssim/collect/state.py), where the data have one;
 # pingpong_us / pingpong_rtt_us: its hot ping-pong's time per exchange and mean RTT (ovssim/validate/cold.py).
+# shallow_after_ms / idle_exit_after_ms / shallow_exit_us: the idle states of its idle ladder (ovssim/fit/idle_states.py).
 # cpu_busy: the share of the host's cores busy with other work while the data were taken (the collector's
 # cpu_busy of runs whose own tool uses next to no CPU, such as ping): what the netdev thread's wake-up after
 # idling finds (ovssim/path/datapath.py, idle_stall_state); 1 when a profile does not state it
-STATE_KEYS = {"speed_index", "latency_index", "idle_exit_us", "pingpong_us", "pingpong_rtt_us", "loadavg", "steal_share", "cpu_busy", "data", "note"}
+STATE_KEYS = {"speed_index", "latency_index", "idle_exit_us", "pingpong_us", "pingpong_rtt_us", "shallow_after_ms",
+              "idle_exit_after_ms", "shallow_exit_us", "loadavg", "steal_share", "cpu_busy", "data", "note"}
 
 
 def _check_busy_share(busy, source) -> None:

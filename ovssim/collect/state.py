@@ -16,6 +16,12 @@ before and after every campaign, how fast the host was at the time:
   index on this machine.  Reported (median of the repeats' mean RTT, microseconds), not part of the index.
   Less the hot ping-pong's time per exchange it is the **idle exit** (``idle_exit_us``): what a core idle
   for a tick or more adds before its next work (profile ``host.idle_exit``, :mod:`ovssim.cpu.pool`).
+* **idle ladder**: the same pair pinged :data:`LADDER_PINGS` times at each spacing of :data:`LADDER` (0.5-20 ms),
+  once per measurement: the mean RTT over the spacing is a staircase, one step per idle state a halted core
+  reaches (``veth_ping_ladder_us``: [spacing in ms, mean RTT in us] per rung).  :mod:`ovssim.fit.idle_states`
+  reads the shallow and deep states' residencies and the shallow exit from it (profile ``host.shallow_after``,
+  ``host.idle_exit_after``, ``host.shallow_exit``; ``[state]`` ``shallow_after_ms``, ``idle_exit_after_ms``,
+  ``shallow_exit_us``).
 * **CPU loop rate**: SHA-256 over a fixed 1 MiB buffer (OpenSSL's C code through :mod:`hashlib`,
   independent of the Python version), timed by the wall clock so a shared core shows as a slower host.
 * **memory copy rate**: MiB/s of copying a 64 MiB buffer (a C ``memmove``, far beyond any cache), timed by
@@ -59,6 +65,10 @@ COPY_SECONDS = 0.25            # per repeat
 REFERENCE = {"veth_pingpong_per_s": 140_000.0, "cpu_sha256_mib_per_s": 1800.0}
 SPACED_PINGS = 30             # per repeat, one every SPACED_INTERVAL: 0.3 s
 SPACED_INTERVAL = 0.01
+# the idle ladder's spacings (s), around this machine's steps (3-4 and 8-10 ms, data/local/2026-11-28-chainping),
+# and pings per rung: 20 x 69 ms, 1.4 s per measurement
+LADDER = (0.0005, 0.002, 0.003, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02)
+LADDER_PINGS = 20
 _TIME_MS = re.compile(r"\btime (\d+)ms")
 _RTT_AVG = re.compile(r"= [\d.]+/([\d.]+)/")
 _RECEIVED = re.compile(r"(\d+) received")
@@ -179,6 +189,24 @@ def veth_ping_rtt(pair: VethPair, count: int = SPACED_PINGS, interval: float = S
     return float(avg.group(1)) * 1000.0
 
 
+def idle_ladder(pair: VethPair, spacings=LADDER, count: int = LADDER_PINGS) -> list[list[float]]:
+    """[spacing in ms, mean echo RTT in us] of ``count`` pings at each of ``spacings`` (s) across ``pair``."""
+    return [[round(s * 1e3, 3), round(veth_ping_rtt(pair, count, s), 1)] for s in spacings]
+
+
+def ladder_levels(bench: dict):
+    """The idle states (:class:`ovssim.fit.idle_states.IdleLevels`) of a measurement's idle ladder, or None
+    where it has none (campaigns before 28 Nov) or its RTTs do not step up with the spacing."""
+    from ..fit.idle_states import idle_levels
+    rungs = bench.get("veth_ping_ladder_us")
+    if not rungs:
+        return None
+    try:
+        return idle_levels([(ms * 1e-3, us, LADDER_PINGS) for ms, us in rungs], "the idle ladder")
+    except ValueError:
+        return None
+
+
 def spread(values: list[float]) -> dict:
     """Median, min, max and relative spread ((max - min) / median) of repeated figures."""
     med = statistics.median(values)
@@ -203,9 +231,9 @@ def speed_index(bench: dict) -> float:
 
 
 def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = CPU_SECONDS,
-            copy_seconds: float = COPY_SECONDS) -> dict:
-    """The machine's state now: speed benchmark (repeated), index, memory copy rate, load, steal, frequency,
-    versions."""
+            copy_seconds: float = COPY_SECONDS, ladder: bool = True) -> dict:
+    """The machine's state now: speed benchmark (repeated), index, memory copy rate, the idle ladder (once,
+    unless ``ladder`` is False), load, steal, frequency, versions."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     load = os.getloadavg()
     s0 = _steal_jiffies()
@@ -221,9 +249,12 @@ def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = 
             cpu_rates.append(cpu_loop_rate(cpu_seconds))
             rtts.append(veth_ping_rtt(pair))
             copies.append(memory_copy_rate(copy_seconds))
+        ladder = idle_ladder(pair) if ladder else None
     s1 = _steal_jiffies()
     bench = {"veth_pingpong_per_s": spread(ping_rates), "cpu_sha256_mib_per_s": spread(cpu_rates),
              "veth_ping_rtt_us": spread(rtts), "memcpy_mib_per_s": spread(copies)}
+    if ladder:
+        bench["veth_ping_ladder_us"] = ladder
     if hot_rtts:
         bench["veth_pingpong_rtt_us"] = spread(hot_rtts)
     return {
@@ -252,8 +283,17 @@ def describe(state: dict) -> str:
             + (f", spaced ping {b['veth_ping_rtt_us']['median']:.0f} us (idle exit {idle_exit_us(b):.0f} us)"
                if "veth_ping_rtt_us" in b else "")
             + (f", memory copy {b['memcpy_mib_per_s']['median']:,.0f} MiB/s ±{50 * b['memcpy_mib_per_s']['rel_spread']:.0f}%"
-               if "memcpy_mib_per_s" in b else "") + ", "
+               if "memcpy_mib_per_s" in b else "")
+            + _ladder_note(b) + ", "
             f"load {' '.join(f'{x:.2f}' for x in state['loadavg'])}, steal {100 * state['steal_share']:.1f}%{mhz}")
+
+
+def _ladder_note(bench: dict) -> str:
+    lv = ladder_levels(bench)
+    if lv is None:
+        return ", idle ladder without steps" if bench.get("veth_ping_ladder_us") else ""
+    return (f", idle states from {lv.shallow_after * 1e3:.1f} and {lv.deep_after * 1e3:.1f} ms "
+            f"(ping {' / '.join(f'{v:.0f}' for v in lv.levels_us)} us)")
 
 
 def load_note() -> str:

@@ -294,6 +294,12 @@ def machine_state_of(data_files) -> dict:
         return [r["median"] for r in ((st.get("benchmark") or {}).get(key) for st in every)
                 if isinstance(r, dict) and r.get("median")]
     rates, hot = medians("veth_pingpong_per_s"), medians("veth_pingpong_rtt_us")
+    from ..collect.state import ladder_levels
+    ladders = [lv for lv in (ladder_levels(st.get("benchmark") or {}) for st in every) if lv is not None]
+    if ladders:             # the idle states of every measurement's idle ladder, averaged
+        extra.update({"shallow_after_ms": round(float(np.mean([lv.shallow_after for lv in ladders])) * 1e3, 3),
+                      "idle_exit_after_ms": round(float(np.mean([lv.deep_after for lv in ladders])) * 1e3, 3),
+                      "shallow_exit_us": round(float(np.mean([lv.shallow_exit for lv in ladders])) * 1e6, 1)})
     if exits and rates:     # the hot ping-pong's time per exchange and (from 28 Nov) its RTT: ovssim/validate/cold.py
         extra["pingpong_us"] = round(float(np.mean([1e6 / r for r in rates])), 2)
         if hot:

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..fit.idle_states import IdleLevels, idle_levels
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "data" / "local" / "2026-11-28-chainping" / "ping.txt"
 GAPS = PROBE.parent / "ping_gaps.txt"   # the same probe at 13 spacings, 0.2-40 ms
@@ -109,14 +111,8 @@ def warm_exit(step: float, exchange: float | None, cold: ColdStart, work: float 
     return max(0.0, step + exchange - cold.factor * work)
 
 
-@dataclass(frozen=True)
-class IdleStates:
-    shallow_after: float   # host.shallow_after (s): idles from here reach the shallow state
-    deep_after: float      # host.idle_exit_after (s): idles from here reach the deep one
-    shallow_exit: float    # host.shallow_exit (s): the shallow level less the hot ping's RTT
-    levels_us: tuple[float, float, float]   # mean 1-bridge RTT (us) of the hot, shallow and deep spacings
-    spacings: int
-    runs: int
+class IdleStates(IdleLevels):
+    """This machine's idle states from the chain-ping probe (:func:`idle_states`)."""
 
     def describe(self) -> str:
         hot, shallow, deep = self.levels_us
@@ -127,40 +123,25 @@ class IdleStates:
                 f"{self.shallow_exit * 1e6:.1f} us, host.idle_exit_after {self.deep_after * 1e3:.2f} ms")
 
 
-def three_levels(y: np.ndarray) -> tuple[int, int]:
-    """Split points (i, j) of the sequence ``y`` into three contiguous runs y[:i], y[i:j], y[j:] with the least
-    summed squared deviation from each run's mean (every run at least one long)."""
-    if len(y) < 3:
-        raise ValueError(f"three levels need at least three spacings, got {len(y)}")
-    def sse(a: np.ndarray) -> float:
-        return float(((a - a.mean()) ** 2).sum())
-    best = min((sse(y[:i]) + sse(y[i:j]) + sse(y[j:]), i, j)
-               for i in range(1, len(y) - 1) for j in range(i + 1, len(y)))
-    return best[1], best[2]
-
-
 @lru_cache(maxsize=1)
 def idle_states(path: Path = GAPS) -> IdleStates:
     """The shallow and deep idle states of this machine from the probe's 1-bridge pings at many spacings."""
-    rtts = probe_rtts(path)
-    one = sorted((s, float(np.mean(v)), len(v)) for (n, s), v in rtts.items() if n == 1)
-    if len(one) < 3:
-        raise ValueError(f"{path}: the probe has 1-bridge pings at {len(one)} spacings; three levels need three")
-    gaps, y, counts = (np.array(c, dtype=float) for c in zip(*one))
-    i, j = three_levels(y)
-    levels = (float(y[:i].mean()), float(y[i:j].mean()), float(y[j:].mean()))
-    if not levels[0] < levels[1] < levels[2]:
-        raise ValueError(f"{path}: the 1-bridge RTT does not rise in steps with the spacing ({levels})")
-    return IdleStates(shallow_after=float(np.sqrt(gaps[i - 1] * gaps[i])),
-                      deep_after=float(np.sqrt(gaps[j - 1] * gaps[j])),
-                      shallow_exit=(levels[1] - float(y[0])) * 1e-6, levels_us=levels, spacings=len(gaps), runs=int(counts.sum()))
+    one = [(s, float(np.mean(v)), len(v)) for (n, s), v in probe_rtts(path).items() if n == 1]
+    return IdleStates(**vars(idle_levels(one, str(path))))
 
 
-def idle_params(idle_exit: float) -> dict:
-    """The profile values the local fits fix for this machine's idle states and cold start, with the deep
-    state's exit ``idle_exit`` (s, the day's measurement)."""
-    states = idle_states()
+def idle_params(idle_exit: float, state: dict | None = None) -> dict:
+    """The profile values the local fits fix for the idle states and cold start, with the deep state's exit
+    ``idle_exit`` (s, the day's measurement): the day's own idle states where its collector measured them
+    (``state``'s ``shallow_after_ms``, ``idle_exit_after_ms``, ``shallow_exit_us``: the idle ladder,
+    :mod:`ovssim.collect.state`), else this machine's from the chain-ping probe."""
+    state = state or {}
+    if state.get("idle_exit_after_ms") is not None:
+        shallow_after, deep_after = state["shallow_after_ms"] * 1e-3, state["idle_exit_after_ms"] * 1e-3
+        shallow_exit = state["shallow_exit_us"] * 1e-6
+    else:
+        probe = idle_states()
+        shallow_after, deep_after, shallow_exit = probe.shallow_after, probe.deep_after, probe.shallow_exit
     return {"host.idle_exit": idle_exit_spec(idle_exit), "host.cold_factor": cold_start().factor,
-            "host.idle_exit_after": f"{states.deep_after * 1e3:.4g}ms",
-            "host.shallow_after": f"{states.shallow_after * 1e3:.4g}ms",
-            "host.shallow_exit": idle_exit_spec(states.shallow_exit)}
+            "host.idle_exit_after": f"{deep_after * 1e3:.4g}ms", "host.shallow_after": f"{shallow_after * 1e3:.4g}ms",
+            "host.shallow_exit": idle_exit_spec(shallow_exit)}

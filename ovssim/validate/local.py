@@ -280,14 +280,18 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
     cold = cold_start()
     host = fit_profile(runner, settings, name=host_name, configs=fit_cfgs, params=params, targets=targets,
                        data_files=data_files, state=state,
-                       fixed=idle_params(idle_exit),
+                       fixed=idle_params(idle_exit, state),
                        description=f"This machine's namespace testbed ({title}; 2 shared cores; OVS 3.1 netdev "
                                    "datapath and Linux bridge): fitted on single-bridge unshaped runs only",
                        method_note="targets: iperf3 TCP throughput and qperf tcp_lat RTT of the 1-bridge, "
                                    "qdisc=none runs of OVS and Linux bridge, and the Linux bridge's ping mean; "
                                    f"host.idle_exit fixed: mean {idle_exit * 1e6:.1f} us, {idle_src}; "
-                                   f"{cold.describe()}; {idle_states().describe()}; "
-                                   "sigma = std/sqrt(n) of the runs",
+                                   f"{cold.describe()}; "
+                                   + (f"idle states from the day's idle ladder (collector): host.shallow_after "
+                                      f"{state['shallow_after_ms']:.2f} ms, host.shallow_exit {state['shallow_exit_us']:.1f} "
+                                      f"us, host.idle_exit_after {state['idle_exit_after_ms']:.2f} ms; "
+                                      if state.get("idle_exit_after_ms") is not None else f"{idle_states().describe()}; ")
+                                   + "sigma = std/sqrt(n) of the runs",
                        x0=X0_BUSY if state["cpu_busy"] > 0.5 else X0_QUIET, max_evals=54)
     # -- stage 2: the netdev thread's wake-up after idling, on the 1-bridge OVS ping mean, stage 1 fixed ------
     # (stage 1's OVS targets never idle the datapath, so its wake-up cannot change them).  Which wake-up the

@@ -48,6 +48,35 @@ def test_the_idle_exit_is_the_spaced_ping_less_the_hot_exchange_and_absent_where
     assert state.idle_exit_us(hot) == 0.0          # never negative
 
 
+def test_the_idle_ladder_gives_the_idle_states_and_they_reach_the_profile_state(tmp_path):
+    """The collector's idle ladder as measured here (28 Nov, 17:05 UTC: 6 / 9 / 11 / 11 / 15 / 18 / 49 / 56 / 56 us at
+    0.5-20 ms): steps between 4 and 6 ms and between 8 and 10 ms, the shallow level less the 0.5 ms ping as its exit;
+    a profile fitted on the campaign carries them in [state], the local fits fix them (idle_params), and a ladder
+    without steps or none at all gives nothing."""
+    import json
+    from ovssim.fit.profile_writer import machine_state_of
+    from ovssim.profile import Profile
+    from ovssim.validate.cold import idle_params
+    rungs = [[0.5, 6.0], [2.0, 9.0], [3.0, 11.0], [4.0, 11.0], [6.0, 15.0], [8.0, 18.0], [10.0, 49.0],
+             [15.0, 56.0], [20.0, 56.0]]
+    lv = state.ladder_levels({"veth_ping_ladder_us": rungs})
+    assert lv.shallow_after == pytest.approx((4e-3 * 6e-3) ** 0.5) and lv.deep_after == pytest.approx((8e-3 * 10e-3) ** 0.5)
+    assert lv.shallow_exit == pytest.approx((16.5 - 6.0) * 1e-6)
+    assert state.ladder_levels({"veth_ping_ladder_us": [[ms, 10.0] for ms, _ in rungs]}) is None
+    assert state.ladder_levels({}) is None
+    bench = {"veth_pingpong_per_s": state.spread([133_333.3]), "cpu_sha256_mib_per_s": state.spread([1.7e3]),
+             "veth_ping_rtt_us": state.spread([49.0]), "veth_ping_ladder_us": rungs}
+    assert "idle states from 4.9 and 8.9 ms" in state.describe({"speed_index": 1.0, "benchmark": bench,
+                                                                 "loadavg": [0, 0, 0], "steal_share": 0.0})
+    st = {"speed_index": 0.95, "benchmark": bench, "loadavg": [0.2, 0.5, 0.8], "steal_share": 0.0}
+    (tmp_path / "metadata.json").write_text(json.dumps({"machine_state": {"before": st, "after": st}}))
+    ms = machine_state_of([tmp_path / "results.csv.gz"])
+    assert (ms["shallow_after_ms"], ms["idle_exit_after_ms"], ms["shallow_exit_us"]) == (4.899, 8.944, 10.5)
+    Profile({"profile": {"name": "t"}, "state": ms}, base=Profile.default())       # a valid [state]
+    fixed = idle_params(40e-6, ms)
+    assert (fixed["host.shallow_after"], fixed["host.idle_exit_after"]) == ("4.899ms", "8.944ms")
+
+
 def test_a_campaigns_idle_exit_reaches_the_profile_state():
     from pathlib import Path
     from ovssim.fit.profile_writer import machine_state_of
@@ -78,6 +107,8 @@ def test_speed_index_is_stable_on_an_idle_machine(capsys):
         print(f"\n  speed index over 3 states: {min(idx):.3f} .. {max(idx):.3f}, "
               f"spread {(max(idx) - min(idx)) / sorted(idx)[1]:.1%}")
     for s in states:
+        ladder = s["benchmark"].pop("veth_ping_ladder_us")
+        assert [ms for ms, _ in ladder] == [round(x * 1e3, 3) for x in state.LADDER] and all(us > 0 for _, us in ladder)
         for bench in s["benchmark"].values():
             assert len(bench["values"]) == 3 and all(v > 0 for v in bench["values"])
         assert 0.0 <= s["steal_share"] <= 1.0

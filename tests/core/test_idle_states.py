@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from ovssim.cpu.pool import CpuPool
 from ovssim.distributions import Sampler
-from ovssim.validate.cold import GAPS, idle_states, probe_rtts, three_levels
+from ovssim.fit.idle_states import three_levels
+from ovssim.validate.cold import GAPS, idle_states, probe_rtts
 
 SHALLOW, DEEP = 12e-6, 50e-6
 SHALLOW_AFTER, DEEP_AFTER = 3.5e-3, 9e-3
