@@ -18,7 +18,7 @@ before and after every campaign, how fast the host was at the time:
   for a tick or more adds before its next work (profile ``host.idle_exit``, :mod:`ovssim.cpu.pool`).
 * **idle ladder**: the same pair pinged :data:`LADDER_PINGS` times at each spacing of :data:`LADDER` (0.5-20 ms),
   once per measurement: the mean RTT over the spacing is a staircase, one step per idle state a halted core
-  reaches (``veth_ping_ladder_us``: [spacing in ms, mean RTT in us] per rung).  :mod:`ovssim.fit.idle_states`
+  reaches (``veth_ping_ladder_us``: [spacing in ms, median RTT in us] per rung).  :mod:`ovssim.fit.idle_states`
   reads the shallow and deep states' residencies and the shallow exit from it (profile ``host.shallow_after``,
   ``host.idle_exit_after``, ``host.shallow_exit``; ``[state]`` ``shallow_after_ms``, ``idle_exit_after_ms``,
   ``shallow_exit_us``).
@@ -72,6 +72,7 @@ LADDER_PINGS = 20
 _TIME_MS = re.compile(r"\btime (\d+)ms")
 _RTT_AVG = re.compile(r"= [\d.]+/([\d.]+)/")
 _RECEIVED = re.compile(r"(\d+) received")
+_TIME_EACH = re.compile(r"\btime=([\d.]+) ms")
 
 
 def _steal_jiffies() -> tuple[float, float]:
@@ -189,9 +190,20 @@ def veth_ping_rtt(pair: VethPair, count: int = SPACED_PINGS, interval: float = S
     return float(avg.group(1)) * 1000.0
 
 
+def veth_ping_rtts(pair: VethPair, count: int, interval: float) -> list[float]:
+    """Each echo's RTT in microseconds of ``count`` pings ``interval`` s apart across ``pair``."""
+    res = run(["ip", "netns", "exec", pair.ns[0], "ping", "-c", str(count), "-i", f"{interval:g}", pair.addr[1]],
+              timeout=60)
+    rtts = [float(m) * 1000.0 for m in _TIME_EACH.findall(res.stdout)]
+    if not rtts:
+        raise CommandError(res.argv, res.returncode, f"unexpected ping output: {res.stdout[-200:]}")
+    return rtts
+
+
 def idle_ladder(pair: VethPair, spacings=LADDER, count: int = LADDER_PINGS) -> list[list[float]]:
-    """[spacing in ms, mean echo RTT in us] of ``count`` pings at each of ``spacings`` (s) across ``pair``."""
-    return [[round(s * 1e3, 3), round(veth_ping_rtt(pair, count, s), 1)] for s in spacings]
+    """[spacing in ms, median echo RTT in us] of ``count`` pings at each of ``spacings`` (s) across ``pair``: the
+    median, so that one late echo (the rung's first, or one the scheduler delayed) does not make a step."""
+    return [[round(s * 1e3, 3), round(statistics.median(veth_ping_rtts(pair, count, s)), 1)] for s in spacings]
 
 
 def ladder_levels(bench: dict):
