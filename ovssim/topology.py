@@ -87,6 +87,11 @@ def host_pool(env, cores: int, name: str, profile: Profile, rng, **kw) -> CpuPoo
                    idle_busy=profile.time("host.idle_busy"), **kw)
 
 
+def _vswitchd_key(host: str) -> int:
+    """The core key of ``host``'s ovs-vswitchd thread (its home core: ``key % cores``)."""
+    return zlib.crc32(f"{host}.ovs-vswitchd".encode())
+
+
 def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     """Wire the scenario's path; ``rng(name)`` returns the named numpy Generator."""
     topo = Topology(env)
@@ -149,7 +154,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
         # netdev: ovs-vswitchd's one thread does every bridge's packets; first on its key's core (as serve
         # keys it), unpinned: an ordinary task the scheduler wakes on an idle core (ovssim.cpu.wake)
         if host not in vswitchd:
-            cpu, key = topo.hosts[host], zlib.crc32(f"{host}.ovs-vswitchd".encode())
+            cpu, key = topo.hosts[host], _vswitchd_key(host)
             vswitchd[host] = cpu.app_thread(f"{host}.ovs-vswitchd", key, "ovs-vswitchd")
         return vswitchd[host]
 
@@ -158,7 +163,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     def _vswitchd_place(host: str) -> WakePlacement:
         # the same thread where the host does not schedule threads: its core, chosen at each wake-up
         if host not in vswitchd_places:
-            vswitchd_places[host] = WakePlacement(topo.hosts[host], zlib.crc32(f"{host}.ovs-vswitchd".encode()))
+            vswitchd_places[host] = WakePlacement(topo.hosts[host], _vswitchd_key(host))
         return vswitchd_places[host]
 
     for b in d.get("bridge", []):
@@ -190,7 +195,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                                  rcvbuf=0 if afxdp else int(profile.size("ovs.rx_rcvbuf")),
                                  stall_state=None if afxdp else _ovs_thread(b["host"]),
                                  # netdev: ovs-vswitchd's one polling thread does every packet's work
-                                 thread_key=(zlib.crc32(f"{b['host']}.ovs-vswitchd".encode())
+                                 thread_key=(_vswitchd_key(b["host"])
                                              if b.get("datapath_type") == "netdev" and not afxdp else None),
                                  thread=(_vswitchd_thread(b["host"])
                                          if b.get("datapath_type") == "netdev" and not afxdp else None),

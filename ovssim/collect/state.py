@@ -17,7 +17,7 @@ before and after every campaign, how fast the host was at the time:
   Less the hot ping-pong's time per exchange it is the **idle exit** (``idle_exit_us``): what a core idle
   for a tick or more adds before its next work (profile ``host.idle_exit``, :mod:`ovssim.cpu.pool`).
 * **idle ladder**: the same pair pinged :data:`LADDER_PINGS` times at each spacing of :data:`LADDER` (0.5-20 ms),
-  once per measurement: the mean RTT over the spacing is a staircase, one step per idle state a halted core
+  once per measurement: the median RTT over the spacing is a staircase, one step per idle state a halted core
   reaches (``veth_ping_ladder_us``: [spacing in ms, median RTT in us] per rung).  :mod:`ovssim.fit.idle_states`
   reads the shallow and deep states' residencies and the shallow exit from it (profile ``host.shallow_after``,
   ``host.idle_exit_after``, ``host.shallow_exit``; ``[state]`` ``shallow_after_ms``, ``idle_exit_after_ms``,

@@ -190,14 +190,14 @@ class CpuPool:
         cold = None                   # the core's cold-start budget after this work, once it is accepted
         if t >= free_at:
             start = t
-            if self.idle_busy and t > free_at:
+            idle = t - free_at
+            if self.idle_busy and idle > 0.0:
                 # the way out of this idle gap and back into it: busy, but delaying no work
-                extra = min(self.idle_busy, t - free_at)
+                extra = min(self.idle_busy, idle)
                 self.busy[core] += extra
                 self.idle_busy_time += extra
             left = self._cold_left[core]
             slow = self._cold_slow[core]
-            idle = t - free_at
             if idle >= self.idle_exit_after:          # the deep state: a long idle
                 if self.idle_exit is not None:
                     start = t + self.idle_exit.next()     # the core comes out of its idle state first

@@ -1,8 +1,8 @@
 """A core's idle states from RTTs measured at several spacings: three levels -- hot, shallow, deep.
 
 A periodic ping through a veth pair (and bridges) finds the core in the idle state its gap selects (cpuidle:
-the deepest state whose target residency the expected idle covers, drivers/cpuidle/governors), so its mean RTT
-over the spacing is a staircase.  :func:`three_levels` splits the sorted spacings into three contiguous runs by
+the deepest state whose target residency the expected idle covers, drivers/cpuidle/governors), so its RTT (a
+spacing's mean or median) over the spacing is a staircase.  :func:`three_levels` splits the sorted spacings into three contiguous runs by
 least squares; :func:`idle_levels` turns the split into the profile's ``host.shallow_after``,
 ``host.idle_exit_after`` (geometric means of the spacings either side of each step) and ``host.shallow_exit``
 (the shallow level less the hottest spacing's RTT).  Used on the chain-ping probe
@@ -20,7 +20,7 @@ class IdleLevels:
     shallow_after: float   # host.shallow_after (s): idles from here reach the shallow state
     deep_after: float      # host.idle_exit_after (s): idles from here reach the deep one
     shallow_exit: float    # host.shallow_exit (s): the shallow level less the hottest spacing's RTT
-    levels_us: tuple[float, float, float]   # mean RTT (us) of the hot, shallow and deep spacings
+    levels_us: tuple[float, float, float]   # mean of the RTTs (us) of the hot, shallow and deep spacings
     spacings: int
     runs: int
 
@@ -39,7 +39,7 @@ def three_levels(y: np.ndarray) -> tuple[int, int]:
 
 
 def idle_levels(points, source: str = "the data") -> IdleLevels:
-    """:class:`IdleLevels` from ``points``: (spacing in s, mean RTT in us, runs averaged) at three or more
+    """:class:`IdleLevels` from ``points``: (spacing in s, its RTT in us, pings behind it) at three or more
     spacings.  Raises ValueError where the RTT does not rise in steps with the spacing."""
     pts = sorted((float(s), float(r), int(n)) for s, r, n in points)
     if len(pts) < 3:

@@ -130,18 +130,25 @@ def idle_states(path: Path = GAPS) -> IdleStates:
     return IdleStates(**vars(idle_levels(one, str(path))))
 
 
-def idle_params(idle_exit: float, state: dict | None = None) -> dict:
-    """The profile values the local fits fix for the idle states and cold start, with the deep state's exit
-    ``idle_exit`` (s, the day's measurement): the day's own idle states where its collector measured them
-    (``state``'s ``shallow_after_ms``, ``idle_exit_after_ms``, ``shallow_exit_us``: the idle ladder,
+def day_idle_states(state: dict | None = None) -> tuple[float, float, float, str]:
+    """(``host.shallow_after``, ``host.idle_exit_after``, ``host.shallow_exit``, all s, and where they come
+    from) for a day of ``state``: its own idle states where its collector measured them (``state``'s
+    ``shallow_after_ms``, ``idle_exit_after_ms``, ``shallow_exit_us``: the idle ladder,
     :mod:`ovssim.collect.state`), else this machine's from the chain-ping probe."""
     state = state or {}
     if state.get("idle_exit_after_ms") is not None:
-        shallow_after, deep_after = state["shallow_after_ms"] * 1e-3, state["idle_exit_after_ms"] * 1e-3
-        shallow_exit = state["shallow_exit_us"] * 1e-6
-    else:
-        probe = idle_states()
-        shallow_after, deep_after, shallow_exit = probe.shallow_after, probe.deep_after, probe.shallow_exit
+        return (state["shallow_after_ms"] * 1e-3, state["idle_exit_after_ms"] * 1e-3, state["shallow_exit_us"] * 1e-6,
+                f"idle states from the day's idle ladder (collector): host.shallow_after {state['shallow_after_ms']:.2f} "
+                f"ms, host.shallow_exit {state['shallow_exit_us']:.1f} us, host.idle_exit_after "
+                f"{state['idle_exit_after_ms']:.2f} ms")
+    probe = idle_states()
+    return probe.shallow_after, probe.deep_after, probe.shallow_exit, probe.describe()
+
+
+def idle_params(idle_exit: float, state: dict | None = None) -> dict:
+    """The profile values the local fits fix for the idle states (:func:`day_idle_states`) and the cold start,
+    with the deep state's exit ``idle_exit`` (s, the day's measurement)."""
+    shallow_after, deep_after, shallow_exit, _ = day_idle_states(state)
     return {"host.idle_exit": idle_exit_spec(idle_exit), "host.cold_factor": cold_start().factor,
             "host.idle_exit_after": f"{deep_after * 1e3:.4g}ms", "host.shallow_after": f"{shallow_after * 1e3:.4g}ms",
             "host.shallow_exit": idle_exit_spec(shallow_exit)}

@@ -29,7 +29,7 @@ import pandas as pd
 from ..fit.calibrate import Param, Target
 from . import plots
 from .base import ROOT, shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
-from .cold import cold_start, idle_params, idle_states, warm_exit
+from .cold import cold_start, day_idle_states, idle_params, warm_exit
 from .compare import Comparison, ks_distance, mean_ci
 from .simulate import Config, Runner
 
@@ -287,11 +287,8 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
                                    "qdisc=none runs of OVS and Linux bridge, and the Linux bridge's ping mean; "
                                    f"host.idle_exit fixed: mean {idle_exit * 1e6:.1f} us, {idle_src}; "
                                    f"{cold.describe()}; "
-                                   + (f"idle states from the day's idle ladder (collector): host.shallow_after "
-                                      f"{state['shallow_after_ms']:.2f} ms, host.shallow_exit {state['shallow_exit_us']:.1f} "
-                                      f"us, host.idle_exit_after {state['idle_exit_after_ms']:.2f} ms; "
-                                      if state.get("idle_exit_after_ms") is not None else f"{idle_states().describe()}; ")
-                                   + "sigma = std/sqrt(n) of the runs",
+                                   f"{day_idle_states(state)[3]}; "
+                                   "sigma = std/sqrt(n) of the runs",
                        x0=X0_BUSY if state["cpu_busy"] > 0.5 else X0_QUIET, max_evals=54)
     # -- stage 2: the netdev thread's wake-up after idling, on the 1-bridge OVS ping mean, stage 1 fixed ------
     # (stage 1's OVS targets never idle the datapath, so its wake-up cannot change them).  Which wake-up the
