@@ -186,7 +186,18 @@ class Profile:
             raise ConfigError(f"profile lacks parameters: {', '.join(missing[:6])}"
                               f"{' ...' if len(missing) > 6 else ''}", file=source, key="params",
                               fix="set them, or give [profile] base = 'default' to inherit them")
+        self._check_idle_states(source)
         self._dists: dict[str, Distribution] = {}
+
+    def _check_idle_states(self, source: str) -> None:
+        """The shallow idle state, where there is one, is entered before the deep one (ovssim/cpu/pool.py)."""
+        shallow, deep = units.time(self.params["host.shallow_after"]), units.time(self.params["host.idle_exit_after"])
+        if shallow > 0.0 and not shallow < deep:
+            raise ConfigError(f"host.shallow_after ({units.fmt_time(shallow)}) is not below host.idle_exit_after "
+                              f"({units.fmt_time(deep)}): a core reaches the shallow idle state before the deep one",
+                              file=source, key="params.host.shallow_after",
+                              fix='set it below host.idle_exit_after (e.g. "3.5ms" with "9ms"), or "0s" for no '
+                                  'shallow state')
 
     @staticmethod
     def _check_state(state, source: str) -> dict:
@@ -198,7 +209,7 @@ class Profile:
             raise ConfigError(f"unknown key {unknown[0]!r} in [state]", file=source, key=f"state.{unknown[0]}",
                               fix=f"[state] takes: {', '.join(sorted(STATE_KEYS))}")
         _check_busy_share(state.get("cpu_busy"), source)
-        for key in ("speed_index", "latency_index"):
+        for key in ("speed_index", "latency_index", "shallow_after_ms", "idle_exit_after_ms", "shallow_exit_us"):
             idx = state.get(key)
             if idx is not None and (isinstance(idx, bool) or not isinstance(idx, (int, float)) or not 0 < idx < 1e6):
                 raise ConfigError(f"{key} {idx!r} is not a positive number", file=source, key=f"state.{key}",
@@ -299,6 +310,7 @@ class Profile:
         p.params.update(overrides)
         p.origin = {**self.origin, **dict.fromkeys(overrides, source)}
         p._dists = {}
+        p._check_idle_states(source)
         return p
 
     def explicit(self) -> set[str]:

@@ -47,7 +47,7 @@ def idle_levels(points, source: str = "the data") -> IdleLevels:
     gaps, y, counts = (np.array(c, dtype=float) for c in zip(*pts))
     i, j = three_levels(y)
     levels = (float(y[:i].mean()), float(y[i:j].mean()), float(y[j:].mean()))
-    if not levels[0] < levels[1] < levels[2]:
+    if not (levels[0] < levels[1] < levels[2] and y[0] < levels[1]):
         raise ValueError(f"{source}: the RTT does not rise in steps with the spacing "
                          f"({', '.join(f'{v:.1f}' for v in levels)} us)")
     return IdleLevels(shallow_after=float(np.sqrt(gaps[i - 1] * gaps[i])),

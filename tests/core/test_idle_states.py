@@ -113,3 +113,20 @@ def test_seed001_datapath_pass_falls_with_the_rate_by_the_cold_factor_where_the_
     assert np.allclose(cold, factor * np.mean(warm), rtol=0.01)   # (the first packet finds a cold core anyway)
     flat = [float(np.median(pass_times(Profile.default(), r, s))) for _, r, s in RATES]
     assert np.allclose(flat, flat[0], rtol=1e-9)
+
+
+def test_bad_idle_states_get_one_error_line():
+    """A shallow state entered at or after the deep one, a [state] ladder figure that is no positive number, and
+    a ladder whose shallow level is not above its hottest spacing are refused, each with a clear message."""
+    from ovssim.errors import ConfigError
+    from ovssim.fit.idle_states import idle_levels
+    from ovssim.profile import Profile
+
+    for bad in ("4ms", "10ms"):
+        with pytest.raises(ConfigError, match="not below host.idle_exit_after"):
+            Profile.default().with_overrides({"host.shallow_after": bad})
+    Profile.default().with_overrides({"host.shallow_after": "3ms"})          # below the default 4 ms: fine
+    with pytest.raises(ConfigError, match="not a positive number"):
+        Profile({"profile": {"name": "t"}, "state": {"shallow_after_ms": "3"}}, base=Profile.default())
+    with pytest.raises(ValueError, match="does not rise in steps"):
+        idle_levels([(0.0005, 30.0, 20), (0.001, 5.0, 20), (0.002, 20.0, 20), (0.01, 60.0, 20)])
