@@ -184,3 +184,27 @@ def test_state_profile_with_the_every_time_family_writes_a_lognormal_lateness(tm
     draws = Distribution(lat).rvs(100000, np.random.default_rng(3))
     assert np.median(draws) == pytest.approx(140e-6, rel=0.02) and draws.min() > 0
     assert "median 140 us" in uml.watchdog_text({"fit": {"watchdog_every": fitted["watchdog_every"]}})
+
+
+def test_offset_note_finds_a_constant_shared_by_the_short_rtt_schedulers_and_names_a_stalled_run():
+    import pandas as pd
+    from ovssim.validate.simulate import Config, ConfigResult
+    rng = np.random.default_rng(5)
+    cfgs, meas, sims, rows = {}, {}, {}, []
+    for q, base in (("fq_codel", 0.0), ("sfq", 1.8)):
+        sim = base + rng.uniform(0.0, 0.6, 600)                       # ms
+        m = base + 0.12 + rng.uniform(0.0, 0.6, 1000)                 # the same shape, 0.12 ms later
+        run_means = [0.44, 0.46, 0.44, 0.46, 2.0] if q == "fq_codel" else [2.3, 2.4, 2.35, 2.3, 2.4]
+        cfgs[q] = Config(f"uml-{q}", {}, {"qdisc": q})
+        meas[q] = {"rtt": m, "rtt_run": np.array(run_means)}
+        sims[f"uml-{q}"] = ConfigResult(f"uml-{q}", pd.DataFrame(), {"ping:rtt": sim / 1e3})
+        for k, thr in enumerate([18e6, 18.1e6, 17.9e6, 18e6, 14e6]):
+            rows.append({"qdisc": q, "metric": "throughput", "run_id": f"{q}-r{k + 1:03d}", "value": thr})
+    (note,) = uml.offset_note(cfgs, meas, sims, pd.DataFrame(rows))
+    import re
+    shifts = dict(re.findall(r"(fq_codel|sfq) \+(\d\.\d\d) ms", note))
+    assert set(shifts) == {"fq_codel", "sfq"}
+    assert all(abs(float(v) - 0.12) <= 0.015 for v in shifts.values()), shifts
+    assert "without run fq_codel-r005, delivering 14.0 Mbit/s" in note and "the mean is 0.45 ms" in note
+    assert "without run sfq" not in note
+    assert uml.offset_note(cfgs, meas, {}, pd.DataFrame(rows)) == []
