@@ -2,7 +2,7 @@
 
 ``python -m ovssim.collect.uml.latency OUT [QDISC]`` boots one instance and runs :data:`SCRIPT` there:
 the Linux-bridge testbed of data/campaigns/uml-schedulers.toml (as ovssim/collect/uml/window.py builds
-it), a 20 Mbit/s HTB class with a ``fq_codel`` leaf (or ``pfifo_fast``) on the receiver's port
+it), a 20 Mbit/s HTB class with a ``fq_codel`` leaf (or ``pfifo_fast``, ``sfq``) on the receiver's port
 ``vif2``, and two phases:
 
 * ``idle``: ping every 10 ms (100 probes), then a timer probe (1 ms ``clock_nanosleep`` x 1500,
@@ -145,7 +145,7 @@ SCRIPT = TESTBED + textwrap.dedent("""\
     echo "== end"
     """)
 
-QDISCS = {leaf: htb_leaf(leaf) for leaf in ("fq_codel", "pfifo_fast")}
+QDISCS = {leaf: htb_leaf(leaf) for leaf in ("fq_codel", "pfifo_fast", "sfq")}
 
 # (namespace, interface, packet type, ICMP type) -> the tap's letter (packet type mod 3: 1 = PACKET_OUTGOING (4),
 # 0 = PACKET_HOST or, a bridge port's received frames, PACKET_OTHERHOST (3))
@@ -278,7 +278,7 @@ def plot(results: dict, path: Path) -> None:
     plt.close(fig)
 
 
-if __name__ == "__main__":   # python -m ovssim.collect.uml.latency OUT [fq_codel|pfifo_fast] [--all] [--reparse]
+if __name__ == "__main__":   # python -m ovssim.collect.uml.latency OUT [fq_codel|pfifo_fast|sfq] [--all] [--reparse]
     import json
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "data/uml/latency")
     q = next((a for a in sys.argv[2:] if a in QDISCS), "fq_codel")
