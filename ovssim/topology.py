@@ -264,6 +264,7 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                       inline_tx=kind in INLINE_KINDS,      # run to completion: no backend thread
                       features=features, tsq=kind not in INLINE_KINDS or not v.get("veth_orphans", True))
         ep.vif_kind = kind
+        ep.icmp_echo = profile.time("host.icmp_echo")
         if v.get("kernel"):
             ep.kernel = tuple(int(x) for x in v["kernel"].split(".")[:2])
         if v.get("sysctl"):

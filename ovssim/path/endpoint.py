@@ -65,6 +65,8 @@ class Endpoint:
         self.cpu = cpu
         self.vlan = vlan
         self._handlers: dict[tuple[str, int], object] = {}
+        # CPU per ICMP echo request its kernel answers (host.icmp_echo; ovssim/workloads/ping.py)
+        self.icmp_echo = 0.0
         self.received = 0
         self.sent = 0
         self.unclaimed = 0

@@ -88,6 +88,13 @@ def hop_us(rtts: dict[tuple[int, float], list[float]], spacing: float) -> float:
     return warm_line(rtts, spacing)[1]
 
 
+def warm_ping_runs() -> np.ndarray:
+    """The probe's 1-bridge ping runs with the pings :data:`WARM` apart (a core that never idles): each run's mean
+    RTT, ms, from both of its files -- the path's own work and the receiver stack's latency, without idle exits."""
+    runs = [r for path in (PROBE, GAPS) for r in probe_rtts(path).get((1, WARM), [])]
+    return np.array(runs) * 1e-3
+
+
 @lru_cache(maxsize=1)
 def cold_start(path: Path = PROBE) -> ColdStart:
     """The cold-start factor of this machine from the chain-ping probe's runs at :data:`WARM` and :data:`COLD`."""

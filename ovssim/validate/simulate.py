@@ -109,7 +109,8 @@ class MultiConfigModel:
         self.evaluations = 0
 
     def overrides(self, values: dict) -> dict:
-        out = {**self.fixed, **overrides_for(self.params, values, self.base_specs)}
+        # a fitted field of a fixed distribution (e.g. its scale) takes the fixed spec as its base
+        out = {**self.fixed, **overrides_for(self.params, values, {**self.base_specs, **self.fixed})}
         for name, source in self.tied.items():
             out[name] = out[source]
         return out

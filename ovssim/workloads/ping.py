@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from ..metrics import percentile
 from ..packet import FlowKey, Packet, icmp_frame_size
 from ..qdisc.classify import tos_to_priority
+from ..path.cpu import conn_key
 from ..sched import call_at
 from .base import Metric, RunContext, Workload
 
@@ -63,12 +64,22 @@ class IcmpStack:
 
     def put(self, pkt) -> None:
         if pkt.kind == "echo-request":
-            now = self.endpoint.env._now
+            ep = self.endpoint
+            now = ep.env._now
             f = pkt.flow
             reply = Packet(FlowKey(f.dst, f.src, f.dport, f.sport, "icmp"), pkt.size, pkt.created,
                            payload=pkt.payload, seq=pkt.seq, tos=pkt.tos, kind="echo-reply")
-            reply.t = pkt.t if pkt.t > now else now
-            self.endpoint.send(reply)
+            t = pkt.t if pkt.t > now else now
+            work = getattr(ep, "icmp_echo", 0.0)       # an endpoint of the user's own may not price it
+            if work > 0.0 and getattr(ep, "cpu", None) is not None:
+                # icmp_echo -> icmp_reply builds the reply and transmits it (ip_push_pending_frames) in the
+                # softirq that received the request, on the connection's core (net/ipv4/icmp.c)
+                t = ep.cpu.serve(t, work, conn_key(f))
+                if t is None:             # the core's backlog is full: the request is dropped
+                    self.unclaimed += 1
+                    return
+            reply.t = t
+            ep.send(reply)
             return
         sock = self.sockets.get(pkt.flow.dport)
         if sock is None:
