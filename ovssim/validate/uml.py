@@ -704,7 +704,7 @@ def cpu_rows(tb: TestbedResult, df: pd.DataFrame, cfgs: dict, sims: dict) -> Non
             "of the 58.4 %, 10.5 points were the UML kernel process's user time, 28.0 its host system time "
             "(ptrace, signals, its processes' address spaces) and 17.9 + 1.2 the busiest UML process's host "
             "process, by its figures the iperf3 server's (host system time: its traps; user time: its own code); "
-            "a system call costs 15-49 us (getppid in a loop, the means of six runs; 0.17 us on the host), "
+            "a system call costs 15-49 us (getppid in a loop, the means of seven runs; 0.17 us on the host), "
             "a wake-up from idle "
             + (f"{w * 1e6:.0f} us every 1 ms beyond its own call " if w else "")
             + "(more after longer idle gaps: 0.06-0.25 ms every 10 ms). **Modelled now, measured, nothing "
@@ -717,7 +717,7 @@ def cpu_rows(tb: TestbedResult, df: pd.DataFrame, cfgs: dict, sims: dict) -> Non
             "2.006 reads per wake-up, 0.93 wake-ups per segment; the model's reader 0.96-1.00, ~8,000 calls/s "
             "against 7,100 measured), ping 7.7 per probe, iperf 2's client 3.7 and server 1.75 per datagram. A "
             "reader woken per 1,448-B datagram every 650 us by that loop costs 138 us per wake-up, its calls 22 us "
-            "each beyond a blocking recv()'s one (getppid then 18.7 us; `results-wakes.json`). So the model's iperf3 server takes 17-20 % (Linux bridge "
+            "each beyond a blocking recv()'s one (getppid then 18.7 us; `results-wakes.json`). So the model's iperf3 server takes 18-21 % (Linux bridge "
             f"measured, iperf3's own figure: {100 * np.mean(server):.0f} %) and the instance {span(sim)} %. "
             "**What stays unmodelled** (~20 points): the iperf3 client's calls (~300/s, ~0.7 %) and mostly the "
             "guest kernel's own path, ~45 us per 1,448-B datagram across veth, bridge and veth in UML (the same "

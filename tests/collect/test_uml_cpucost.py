@@ -129,3 +129,10 @@ def test_calls_probe_counts_each_load_task_between_the_marks():
     assert r["strace"] == {"ping.txt": {"sendto": 300, "recvmsg": 637}}
     assert r["segments"] == 12417.0
     assert r["ping"].startswith("rtt min/avg")
+
+
+def test_pingpong_probe_gives_echoes_per_second_beside_getppid():
+    r = cpucost.parse_pingpong("== step sys1 sys_us 19.7\n== pingpong 1 20000 received, 0% packet loss, time 2108ms\n"
+                               "== end\n")
+    assert r["steps"]["sys1"]["sys_us"] == 19.7
+    assert r["pingpong_per_s"] == [pytest.approx(20000 / 2.108)]

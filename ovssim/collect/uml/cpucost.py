@@ -306,6 +306,36 @@ def run_wakes(out: Path, log=print) -> dict:
                      "the CPU of a reader's wake-up and its system calls", log)
 
 
+# the collector's speed benchmark (ovssim/collect/state.py veth_pingpong: ping -f -q -c 20000 over a veth pair
+# between two namespaces, 3 times) beside getppid() timed in the same instance, alternately: how the system
+# call's cost relates to the state figure every campaign records (metadata.json machine_state)
+PINGPONG = WARM + BUILD + textwrap.dedent("""\
+    ip netns add pp1; ip netns add pp2
+    ip -n pp1 link add eth0 type veth peer name eth0 netns pp2
+    ip -n pp1 addr add 10.254.0.1/30 dev eth0; ip -n pp2 addr add 10.254.0.2/30 dev eth0
+    for n in pp1 pp2; do ip -n $n link set lo up; ip -n $n link set eth0 up; done
+    ip netns exec pp1 ping -c 3 -i 0.2 -q 10.254.0.2 >/dev/null
+    for rep in 1 2 3; do
+      echo "== step sys$rep $(/tmp/b sys 20000)"
+      echo "== pingpong $rep $(ip netns exec pp1 ping -f -q -c 20000 10.254.0.2 | grep -o '[0-9]* received.*time [0-9]*ms')"
+    done
+    echo "== end"
+    """)
+
+
+def parse_pingpong(text: str) -> dict:
+    """getppid()'s cost per run (``steps``, as :func:`parse` has them) and the ping-pong's echoes per second."""
+    out = parse(text)
+    out["pingpong_per_s"] = [int(n) / (int(ms) / 1000.0) for n, ms in
+                             re.findall(r"^== pingpong \d+ (\d+) received.*time (\d+)ms", text, re.M)]
+    return out
+
+
+def run_pingpong(out: Path, log=print) -> dict:
+    """The collector's ping-pong speed figure beside getppid()'s cost (:data:`PINGPONG`): ``*-pingpong.*``."""
+    return _run_load(out, "pingpong", PINGPONG, parse_pingpong, "getppid() beside the speed benchmark", log)
+
+
 def parse_calls(text: str) -> dict:
     """Per task of the load's tools (pid/tid comm) the wake-ups and read/write calls over the load's ~5 s
     (``load0`` -> ``load1``), the CPU's busy share over it (1 - idle / elapsed), getppid()'s cost before and
@@ -535,13 +565,17 @@ if __name__ == "__main__":
         for raw in sorted(Path(sys.argv[1]).glob("raw-*.txt")):
             tag = raw.stem[len("raw-"):]
             parsed = (parse_strace if tag.startswith("strace") else parse_calls if tag.startswith("calls")
-                      else parse)(read_raw(raw))
+                      else parse_pingpong if tag.startswith("pingpong") else parse)(read_raw(raw))
             write_atomic(raw.with_name(f"results-{tag}.json"), json.dumps(parsed, indent=1))
             print("wrote", raw.with_name(f"results-{tag}.json"))
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[2] == "--hostcpu":
         r = run_hostcpu(Path(sys.argv[1]))
         print(json.dumps({k: v for k, v in r.items() if k != "host_samples"}, indent=1))
+        sys.exit(0)
+    if len(sys.argv) > 2 and sys.argv[2] == "--pingpong":
+        r = run_pingpong(Path(sys.argv[1]))
+        print(json.dumps({"sys_us": [v["sys_us"] for v in r["steps"].values()], "pingpong_per_s": r["pingpong_per_s"]}))
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[2] == "--wakes":
         print(json.dumps(run_wakes(Path(sys.argv[1]))["steps"], indent=1))
