@@ -77,6 +77,9 @@ SCHEMA: dict[str, str] = {
     "app.idle_wake": "time",
     # the socket copies per byte (tcp_sendmsg from user, tcp_recvmsg to user) on the application's core
     "app.send_per_byte": "time", "app.recv_per_byte": "time",
+    # the host CPU one system call of an application costs beyond its kernel work, busy time on its core that
+    # delays no packet (a user-mode-Linux instance's ptrace round trip; ovssim/cpu/pool.py CpuPool.account); 0 = none
+    "app.syscall": "time",
 }
 # times that must be above zero, and why
 POSITIVE_TIMES = {"host.idle_exit_after": "a core idle for no time at all is not idle; the kernel's tick is 4 ms at HZ=250"}
@@ -103,7 +106,7 @@ CPU_COSTS: frozenset[str] = frozenset((
     "linux_bridge.forward", "patch.translate", "patch.cpu_per_packet", "veth.cpu_per_packet", "veth.cpu_per_byte",
     "nic.cpu_per_poll", "nic.cpu_per_packet", "nic.cpu_per_byte", "gso.cpu_per_segment", "gso.cpu_per_byte",
     "app.send_per_packet", "app.recv_per_packet", "app.rr_processing", "app.send_per_call",
-    "app.send_per_byte", "app.recv_per_byte", "host.cold_work", "host.icmp_echo",
+    "app.send_per_byte", "app.recv_per_byte", "app.syscall", "host.cold_work", "host.icmp_echo",
     *(f"vif.{k}.{c}" for k in VIF_KINDS for c in ("cpu_per_packet", "cpu_per_byte")),
     *(f"qdisc.{q}.cpu_per_packet" for q in QDISC_KINDS),
 ))

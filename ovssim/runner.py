@@ -70,7 +70,7 @@ def run_replication(sc: Scenario, profile: Profile, rep: int, seed: int | None =
            "rr_processing": profile.time("app.rr_processing"),
            "send_per_call": profile.time("app.send_per_call"), "wakeup": app_wakeup(profile),
            "send_per_byte": profile.time("app.send_per_byte"),
-           "recv_per_byte": profile.time("app.recv_per_byte")}
+           "recv_per_byte": profile.time("app.recv_per_byte"), "syscall": profile.time("app.syscall")}
     workloads = []
     for wt in sc.workloads:
         wl = make_workload(wt)

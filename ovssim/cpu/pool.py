@@ -40,10 +40,22 @@ a host process, and a wake-up from idle is a host signal into it (arch/um/os-Lin
 through ptrace to the woken UML process and back (arch/um/os-Linux/skas/process.c ``userspace``) and the
 idle loop's host sleep again (``um_idle_sleep``, arch/um/kernel/process.c).  Measured inside UML by
 :mod:`ovssim.collect.uml.cpucost` (a process woken by its timer doing nothing else): 0.04 ms a wake-up every
-1 ms, 0.06-0.08 ms every 2 ms, 0.06-0.25 ms every 10 ms -- one value stands for the gaps of the load at hand.
+1 ms, 0.06-0.08 ms every 2 ms, 0.06-0.25 ms every 10 ms -- one value stands for the gaps of the load at hand;
+each of those wake-ups includes the process's own clock_nanosleep(), a system call that ``app.syscall``
+counts apart (below), so ovssim/validate/uml.py takes the 1 ms figure less that run's getppid() (20 us).
 That packets do not wait for it is inferred, not measured: charged as blocking work after each wake-up
 (0.1-0.2 ms) it put FQ-CoDel's new-flow ping at 0.73-0.97 ms against 0.54 measured.  0 (the default)
 everywhere else.
+
+:meth:`CpuPool.account`: the same kind of busy time per system call of an application (profile
+``app.syscall``, charged by the tools that count their calls: :mod:`ovssim.workloads.iperf_tcp`,
+:mod:`~ovssim.workloads.ping`, :mod:`~ovssim.workloads.udp`).  In a UML instance each guest system call is a
+ptrace round trip between the process's host process and the UML kernel's (PTRACE_SYSEMU stop, wait4,
+the registers read and written, the process continued: arch/um/os-Linux/skas/process.c ``userspace``):
+14-51 us of host CPU for a getppid() that costs 0.17 us natively (:mod:`ovssim.collect.uml.cpucost`).  It
+delays no packet: the kernel takes its interrupts and runs its softirqs meanwhile -- 200 pings between the
+instance's namespaces beside a getppid() loop took the same time as alone (data/uml/2026-11-28/uml-cpucost,
+``contend``).  0 (the default) everywhere else.
 
 ``backlog_limit`` bounds the work waiting for a core, like the per-CPU input
 queue ``net.core.netdev_max_backlog`` (default 1000, net/core/dev.c); work
@@ -116,6 +128,7 @@ class CpuPool:
             raise ValueError(f"{name}: idle_busy must be >= 0 seconds, got {idle_busy!r}")
         self.idle_busy = idle_busy        # busy time per idle gap that delays nothing (see the module's text)
         self.idle_busy_time = 0.0         # its sum over the run, counted in busy
+        self.call_busy_time = 0.0         # busy time account() added (system calls' host share), counted in busy
         self.served_start = 0.0           # when the work serve() accepted last started
         self.env = env
         self.name = name
@@ -385,6 +398,21 @@ class CpuPool:
             self.hog_threads[core].append(thread)
         self.contended = any(self.hogs) or any(len(q) > 1 for q in self.on_core)
         return thread
+
+    def account(self, seconds: float, key: int | None = None, thread: Thread | None = None) -> None:
+        """Count ``seconds`` of CPU as busy on the core of ``thread`` (if placed), else of ``key`` (``key %
+        cores``), else the least busy core, delaying no work: the host's share of an application's system
+        calls in a user-mode-Linux instance (``app.syscall``, see the module's text)."""
+        if seconds <= 0.0:
+            return
+        if thread is not None and thread.core is not None:
+            core = thread.core
+        elif key is not None:
+            core = key % self.cores
+        else:
+            core = self.busy.index(min(self.busy))
+        self.busy[core] += seconds
+        self.call_busy_time += seconds
 
     def app_thread(self, name: str, key: int | None = None, kind: str = "app", affinity=None) -> Thread | None:
         """A traffic tool's or backend's thread placed on this host (None unless ``schedule_threads``)."""

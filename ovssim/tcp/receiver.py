@@ -89,6 +89,14 @@ class TcpReceiver:
         self._read_at = INF
         self.rcv_wnd = 0            # tp->rcv_wnd: the window the last ACK advertised (with read_delay only)
         self.reader_acks = 0        # ACKs tcp_cleanup_rbuf sent after a read
+        # the reader's system calls (profile app.syscall, a UML instance's ptrace round trip; 0 = not counted):
+        # a reader blocked in select() and woken by new data makes ``wake_calls`` calls (set by its tool, e.g.
+        # iperf3's server loop), data arriving before its loop ends one read() more; ``_loop_end`` is when its
+        # calls end (its own time line: the calls' host CPU delays no packet, ovssim/cpu/pool.py account)
+        self.syscall = 0.0
+        self.wake_calls = 0
+        self.reader_calls = 0
+        self._loop_end = 0.0
         self._right_edge = self._compute_window()
         self._win = self._right_edge
         self._win_at = 0
@@ -213,6 +221,8 @@ class TcpReceiver:
                 self._win_at = -1           # the cached window is stale
             if self.read_delay is not None:
                 self._queued(now)
+            if self.wake_calls:
+                self._reader_calls(now)
         elif end <= rcv_nxt:
             # a retransmission of data already here: quick-ACK mode and an ACK now
             # (tcp_data_queue -> tcp_enter_quickack_mode, tcp_send_dupack)
@@ -255,6 +265,22 @@ class TcpReceiver:
             self.on_deliver(n, now)
         if self.read_delay is not None:
             self._queued(now)
+        if self.wake_calls:
+            self._reader_calls(now)
+
+    def _reader_calls(self, now: float) -> None:
+        """New in-order data readable at ``now``: the reader's system calls for it -- a wake-up's
+        ``wake_calls`` if its loop had ended (it sleeps in select()), else one read() more -- counted as
+        ``syscall`` each of busy time on its core (:meth:`ovssim.cpu.pool.CpuPool.account`)."""
+        if now >= self._loop_end:
+            n = self.wake_calls
+            self._loop_end = now + n * self.syscall
+        else:
+            n = 1
+            self._loop_end += self.syscall
+        self.reader_calls += n
+        if self.cpu is not None:
+            self.cpu.account(n * self.syscall, self.cpu_key, self.app_thread)
 
     def _add_ofo(self, s: int, e: int) -> None:
         """Queue ``[s, e)`` out of order, merged with the intervals it overlaps or touches.

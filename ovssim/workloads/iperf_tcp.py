@@ -76,6 +76,13 @@ PARAMS_SIZE = 150
 CLIENT_STATES = ("PARAM_EXCHANGE", "CREATE_STREAMS", "TEST_START", "TEST_RUNNING")
 SYN_TIMEOUT = 1.0         # TCP_TIMEOUT_INIT: a SYN without answer is sent again, the wait doubling
 SYN_RETRIES = 6           # net.ipv4.tcp_syn_retries
+# iperf3's server loop (iperf_run_server): select() (pselect6), two clock reads for its timers (a system call
+# each where there is no vDSO clock, as in UML: arch/x86/um/vdso/um_vdso.c), and per readable stream Nread's
+# read()s until one returns EAGAIN -- per wake-up by one segment: 5 system calls.  Measured inside UML under
+# the uml-schedulers campaign's load (data/uml/2026-11-28/uml-cpucost): strace -c 2.02 clock_gettime per
+# pselect6 (results-strace.json), and without strace 2.006 read()s per wake-up (results-calls.json: syscr /
+# voluntary_ctxt_switches of the server, 15,788 / 7,872 in 5.5 s, 0.93 wake-ups per segment)
+IPERF3_SERVER_WAKE_CALLS = 5
 
 
 class IperfTcp(Workload):
@@ -122,6 +129,7 @@ class IperfTcp(Workload):
         self.control = control
         self.cc_after_connect = cc_after_connect
         self.control_conn = None          # (client, server) sockets of iperf3's control connection
+        self.server_wake_calls = 0        # the server's system calls per wake-up (iperf3's: from_spec), app.syscall each
         self.control_log: list[tuple[str, float]] = []
         self.launched_at = 0.0
         self.parallel = parallel
@@ -151,7 +159,10 @@ class IperfTcp(Workload):
                          fixed={"tool": ("iperf", "iperf2", "iperf3"), "proto": ("tcp",)})
         kw.setdefault("control", str(table.get("tool", "")).lower() == "iperf3")
         kw.setdefault("cc_after_connect", str(table.get("tool", "")).lower() == "iperf3")
-        return cls(**kw)
+        wl = cls(**kw)
+        if str(table.get("tool", "")).lower() == "iperf3":
+            wl.server_wake_calls = IPERF3_SERVER_WAKE_CALLS
+        return wl
 
     def start(self, ctx: RunContext) -> None:
         env = self.env = ctx.env
@@ -171,6 +182,7 @@ class IperfTcp(Workload):
                                  **costs)
         self._control_opts = dict(mtu=self.mtu, nodelay=True, **costs)   # -C, -M, -w, -N are the streams'
         self._wakeup = app.get("wakeup", 0.0)
+        self._syscall = app.get("syscall", 0.0)
         offsets = np.zeros(self.parallel)
         if self.stagger > 0 and self.parallel > 1 and ctx.rng is not None:
             offsets = ctx.rng("iperf").uniform(0.0, self.stagger, self.parallel)
@@ -195,6 +207,8 @@ class IperfTcp(Workload):
             c.sender.share_core(self.streams[0][0].sender)
         meter = GoodputMeter(measured_from, until)
         s.receiver.on_deliver = meter
+        if self._syscall and self.server_wake_calls:      # the server's reads: its system calls' host CPU
+            s.receiver.syscall, s.receiver.wake_calls = self._syscall, self.server_wake_calls
         self.streams.append((c, s))
         self.meters.append(meter)
         return c, s

@@ -26,6 +26,12 @@ from ..path.cpu import conn_key
 from ..sched import call_at
 from .base import Metric, RunContext, Workload
 
+# iputils ping's system calls per probe at -i 0.01 (-n -D, a reply line each): sendto, recvmsg twice (the reply,
+# then EAGAIN), poll now and then, write (the line), gettimeofday twice, clock_gettime -- 2,310 calls for 300
+# probes, strace -c inside UML under the uml-schedulers campaign's load (data/uml/2026-11-28/uml-cpucost,
+# results-calls.json): what profile app.syscall charges per probe
+PING_CALLS = 7.7
+
 
 class IcmpStack:
     """One host's ICMP echo handling: the kernel's responder and its ping sockets by identifier.
@@ -132,6 +138,8 @@ class Ping(Workload):
         self.priority = tos_to_priority(self.tos) if keeps else 0
         self.sent = 0
         self.rtts: list[float] = []
+        # its system calls' host CPU per probe (profile app.syscall: a UML instance's ptrace round trips)
+        self._calls = PING_CALLS * ((ctx.extra or {}).get("app", {}).get("syscall", 0.0))
         call_at(self.env, ctx.start_at + self.start_at, self._send)
 
     def _send(self, _=None) -> None:
@@ -141,6 +149,8 @@ class Ping(Workload):
         pkt = Packet(self.flow, self.frame, now, payload=self.size_payload, seq=self.sent, tos=self.tos,
                      priority=self.priority, kind="echo-request")
         self.sent += 1
+        if self._calls and self.src.cpu is not None:
+            self.src.cpu.account(self._calls)
         self.src.send(pkt)
         call_at(self.env, now + self.interval, self._send)
 

@@ -157,6 +157,12 @@ class IperfUdp(Workload):
     kind = "iperf-udp"
     KEYS = {"tool", "proto", "name", "from", "to", "b", "l", "t", "start", "tos", "port", "trace_every"}
     LENGTH_FLAG = ("iperf -l", "l")         # the datagram size's flag and key, for its error
+    # iperf 2's system calls per datagram at 1 Mbit/s of 1470 B (-e), strace -c inside UML under the
+    # uml-schedulers campaign's load (data/uml/2026-11-28/uml-cpucost, results-calls.json): the client's write,
+    # clock_nanosleep (its pacing and its reporter thread's) and clock_gettime, 2,212 calls for 599 datagrams;
+    # the server's recvmsg and its reporter's clock_nanosleep, 1,047 calls.  Profile app.syscall each
+    CLIENT_CALLS = 3.69
+    SERVER_CALLS = 1.75
 
     def __init__(self, rate_bps: float = 1e6, length: int = 1470, duration: float | None = None,
                  start: float = 0.0, tos: int = 0, port: int = IPERF_PORT, name: str | None = None,
@@ -241,6 +247,9 @@ class IperfUdp(Workload):
                       Sampler({"dist": "lognorm", "s": READER_WAKE_SHAPE,
                                "scale": wake / math.exp(READER_WAKE_SHAPE ** 2 / 2)}, ctx.rng("reader-wake"))
                       if wake > 0.0 else None]
+        # and the host CPU of the server's and the client's system calls per datagram (app.syscall; 0: none)
+        syscall = ctx.extra.get("app", {}).get("syscall", 0.0)
+        self._recv += [self.SERVER_CALLS * syscall, self.CLIENT_CALLS * syscall]
         # the timer's Call is its own argument, so _send can re-arm it (no new object per
         # datagram, and no extra attribute: 30 would cost CPython's fast attribute access)
         timer = call_at(self.env, self.t0, self._send)
@@ -258,6 +267,8 @@ class IperfUdp(Workload):
         src = self.src
         cpu = src.cpu
         nxt = now + self.gap
+        if self._recv[5] and cpu is not None:
+            cpu.account(self._recv[5], self.send_key, self.send_thread)
         if self.send_cost and cpu is not None:
             # the sendto() runs on the sender's CPU: the tool cannot send the next
             # datagram before this one's system call is done (a CPU-bound iperf
@@ -374,6 +385,8 @@ class IperfUdp(Workload):
                 return                     # socket receive path refused: a drop
             sock.release_at(done, size)    # recvmsg has dequeued it (udp_rmem_release)
             t = recv[1] = done
+        if recv[4] and cpu is not None:
+            cpu.account(recv[4])
         self.rx += 1
         self.rx_bytes += pkt.payload
         if self.first_rx is None:
@@ -427,6 +440,7 @@ class Iperf3Udp(IperfUdp):
     kind = "iperf3-udp"
     KEYS = IperfUdp.KEYS | {"pacing_timer", "timer_slack"}
     PACING_TIMER = 1000e-6      # iperf3 --pacing-timer default (iperf3(1))
+    CLIENT_CALLS = SERVER_CALLS = 0.0     # not counted: iperf3's UDP ends' calls were not measured
     TIMER_SLACK = 50e-6         # Linux default timer slack of a SCHED_OTHER task (prctl(2))
 
     def __init__(self, *args, pacing_timer: float = PACING_TIMER, timer_slack: float = TIMER_SLACK, **kw):

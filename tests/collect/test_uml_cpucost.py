@@ -73,3 +73,66 @@ def test_idle_busy_is_the_woken_process_share_per_wake_up(tmp_path):
     assert uml.idle_busy(tmp_path) == pytest.approx(35e-6)
     assert uml.idle_busy(tmp_path, 10000) == pytest.approx(250e-6)
     assert uml.idle_busy(tmp_path / "none") is None
+
+
+def test_idle_busy_leaves_out_the_woken_process_own_call(tmp_path):
+    # the probe's process makes one clock_nanosleep per wake-up, which app.syscall counts: less the run's getppid
+    steps = {"sys1": {"sys_us": 10.0}, "sys2": {"sys_us": 20.0},
+             "idle1": {"seconds": 5.0, "busy_share": 0.01},
+             "wake1000-1": {"seconds": 5.0, "busy_share": 0.05}}      # 40 us a wake-up, 15 us of it the call
+    (tmp_path / "results-cpucost-run9.json").write_text(json.dumps({"steps": steps}))
+    assert uml.idle_busy(tmp_path) == pytest.approx(25e-6)
+
+
+def test_syscall_cost_is_the_mean_of_each_runs_mean_getppid(tmp_path):
+    (tmp_path / "results-cpucost-run1.json").write_text(json.dumps(
+        {"steps": {"sys1": {"sys_us": 40.0}, "sys2": {"sys_us": 60.0}, "idle1": {"seconds": 5.0}}}))
+    (tmp_path / "results-calls.json").write_text(json.dumps({"getppid_us": {"sysbefore1": 10.0, "sysafter1": 20.0}}))
+    (tmp_path / "results-strace.json").write_text(json.dumps({"server": {"read": 4}}))    # no timing: not a run
+    assert uml.syscall_cost(tmp_path) == pytest.approx((50 + 15) / 2 * 1e-6)
+    assert uml.syscall_cost(tmp_path / "none") is None
+
+
+def mark(tag, uptime, cpu, vol, nonvol, syscr, sh_syscr):
+    """A mark of the calls probe: /proc/stat's cpu line, the iperf3 server's and a shell's task counters."""
+    t = "/proc/855/task/855"
+    return (f"== mark {tag} {uptime} cpu  {cpu}\n"
+            f"== task {tag} {t}/status:Name:\tiperf3\n== task {tag} {t}/status:voluntary_ctxt_switches:\t{vol}\n"
+            f"== task {tag} {t}/status:nonvoluntary_ctxt_switches:\t{nonvol}\n"
+            f"== task {tag} {t}/io:syscr: {syscr}\n== task {tag} {t}/io:syscw: 0\n"
+            f"== task {tag} /proc/9/task/9/status:Name:\tsh\n== task {tag} /proc/9/task/9/io:syscr: {sh_syscr}\n")
+
+
+CALLS = ("== kernel 6.1.176\n== step sysbefore1 sys_us 18.9\n"
+         + mark("load0", 17.84, "803 0 51 913 0 0 2 0 0 0", 100, 3, 1000, 5)
+         + mark("load1", 23.84, "1003 0 51 1273 0 0 2 0 0 0", 7972, 200, 16788, 9) + """== iperf
+throughput 17619846.9 segments 12417.0 seconds 8.16
+== ping rtt min/avg/max/mdev = 49.582/96.722/136.933/19.014 ms, pipe 10
+== strace ping.txt
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 50.00    0.020000          66       300           sendto
+ 25.00    0.010000          15       637       337 recvmsg
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.030000          32       937       337 total
+== ping-strace rtt min/avg/max/mdev = 51.219/111.502/233.278/30.219 ms, pipe 10
+== end""")
+
+
+def test_calls_probe_counts_each_load_task_between_the_marks():
+    r = cpucost.parse_calls(CALLS)
+    assert r["getppid_us"] == {"sysbefore1": 18.9}
+    assert r["seconds"] == pytest.approx(6.0)
+    assert r["busy_share"] == pytest.approx(1 - 360 / 600)
+    # only the load's tools, the differences between the marks
+    assert r["tasks"] == {"855/855 iperf3": {"voluntary": 7872, "nonvoluntary": 197, "syscr": 15788, "syscw": 0}}
+    assert r["strace"] == {"ping.txt": {"sendto": 300, "recvmsg": 637}}
+    assert r["segments"] == 12417.0
+    assert r["ping"].startswith("rtt min/avg")
+
+
+def test_pingpong_probe_gives_echoes_per_second_beside_getppid():
+    r = cpucost.parse_pingpong("== step sys1 sys_us 19.7\n== pingpong 1 20000 received, 0% packet loss, time 2108ms\n"
+                               "== end\n")
+    assert r["steps"]["sys1"]["sys_us"] == 19.7
+    assert r["pingpong_per_s"] == [pytest.approx(20000 / 2.108)]

@@ -26,7 +26,13 @@ tick, which a short busy spell after idle never sees, so a step's ``busy_share``
 ``--hostcpu``: the campaign's load while the host sums the CPU time of the instance's host processes
 (:func:`host_cpu`): UML's busy share against the host's count over the same span.
 
-Output: ``raw-TAG.txt``, ``results-TAG.json``, ``metadata-TAG.json`` (TAG ``cpucost``, ``strace``, ``hostcpu``).
+``--calls``: the campaign's whole load (with ping and iperf 2's thin UDP flow) and each of its tools' wake-ups
+and read/write calls from /proc, without strace; then again with strace -c on ping and iperf 2 (:data:`CALLS`).
+``--wakes``: a reader woken per 1,448-byte datagram every 650 us, not reading, with recv() and with iperf3's
+server loop (:data:`WAKES`): what a wake-up and its system calls cost.
+
+Output: ``raw-TAG.txt``, ``results-TAG.json``, ``metadata-TAG.json`` (TAG ``cpucost``, ``strace``, ``hostcpu``,
+``calls``, ``wakes``).
 """
 from __future__ import annotations
 
@@ -53,6 +59,7 @@ BENCH = textwrap.dedent(r"""
     #include <sys/socket.h>
     #include <sys/syscall.h>
     #include <sys/wait.h>
+    #include <sys/select.h>
     #include <time.h>
     #include <unistd.h>
     static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
@@ -94,6 +101,21 @@ BENCH = textwrap.dedent(r"""
             }
             printf("sent %ld\n", sent); return 0;
         }
+        if (!strcmp(m, "recv") && argc > 3 && !strcmp(argv[3], "loop")) {
+            /* recv SECONDS loop: iperf3's server loop -- pselect(), two clock reads, read() until EAGAIN */
+            double secs = atof(argv[2]);
+            int s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0); struct sockaddr_in a = {0};
+            a.sin_family = AF_INET; a.sin_port = htons(9000);
+            if (bind(s, (void *)&a, sizeof a)) return 1;
+            double end = now() + secs; long got = 0, wakes = 0, reads = 0; char buf[2000];
+            while (now() < end) {
+                fd_set r; FD_ZERO(&r); FD_SET(s, &r); struct timespec ts = {0, 200000000}, t1, t2;
+                if (pselect(s + 1, &r, 0, 0, &ts, 0) <= 0) continue;
+                wakes++; clock_gettime(CLOCK_MONOTONIC, &t1); clock_gettime(CLOCK_MONOTONIC, &t2);
+                while (1) { reads++; if (read(s, buf, sizeof buf) <= 0) break; got++; }
+            }
+            printf("received %ld wakes %ld reads %ld\n", got, wakes, reads); return 0;
+        }
         if (!strcmp(m, "recv")) {          /* recv SECONDS read|noread */
             double secs = atof(argv[2]); int rd = !strcmp(argv[3], "read");
             int s = socket(AF_INET, SOCK_DGRAM, 0); struct sockaddr_in a = {0};
@@ -110,12 +132,22 @@ BENCH = textwrap.dedent(r"""
     }
     """)
 
-SCRIPT = TESTBED + textwrap.dedent("""\
+# the probe's C program compiled inside the instance (BENCH_C: :data:`BENCH`), and the kernel's version with a
+# first exchange between the namespaces (ARP) before anything is timed
+BUILD = textwrap.dedent("""\
     set +e
     cat > /tmp/b.c <<'EOF'
     BENCH_C
     EOF
     gcc -O2 -o /tmp/b /tmp/b.c || { echo "== gcc failed"; exit 1; }
+    """)
+WARM = textwrap.dedent("""\
+    set +e
+    echo "== kernel $(uname -r)"
+    ip netns exec w-vm1 ping -c 3 -i 0.2 -q 10.97.0.2 >/dev/null
+    """)
+
+SCRIPT = TESTBED + BUILD + textwrap.dedent("""\
     echo "== kernel $(uname -r)"
     echo "== hz $(getconf CLK_TCK)"
     echo "== preempt $(uname -v)"
@@ -163,10 +195,7 @@ SCRIPT = TESTBED + textwrap.dedent("""\
 
 # how many system calls the campaign's iperf3 ends make per segment (strace -c -f inside the instance): the
 # campaign's load (4 CUBIC flows through the 20 Mbit/s HTB class, pfifo_fast leaf) for 4 s
-STRACE = TESTBED + textwrap.dedent("""\
-    set +e
-    echo "== kernel $(uname -r)"
-    ip netns exec w-vm1 ping -c 3 -i 0.2 -q 10.97.0.2 >/dev/null
+STRACE = TESTBED + WARM + textwrap.dedent("""\
     ip netns exec w-vm2 strace -c -f -o /tmp/srv.txt iperf3 -s -1 > /dev/null 2>&1 &
     sleep 1
     ip netns exec w-vm1 strace -c -f -o /tmp/cli.txt iperf3 -c 10.97.0.2 -P 4 -C cubic -t 4 -J > /tmp/iperf.json
@@ -182,10 +211,7 @@ STRACE = TESTBED + textwrap.dedent("""\
 
 # the campaign's load (data/campaigns/uml-schedulers.toml: 4 iperf3 CUBIC flows through the 20 Mbit/s HTB class,
 # ping every 10 ms) with /proc/stat and the wall clock at its start and end, for the host's view of the same span
-HOSTCPU = TESTBED + textwrap.dedent("""\
-    set +e
-    echo "== kernel $(uname -r)"
-    ip netns exec w-vm1 ping -c 3 -i 0.2 -q 10.97.0.2 >/dev/null
+HOSTCPU = TESTBED + WARM + textwrap.dedent("""\
     mark() { echo "== mark $1 $(date +%s.%N) $(cut -d' ' -f1 /proc/uptime) $(head -1 /proc/stat)"; }
     sleep 1
     mark idle0; sleep 4; mark idle1
@@ -201,6 +227,170 @@ HOSTCPU = TESTBED + textwrap.dedent("""\
     print('throughput', e['sum_received']['bits_per_second'], 'cpu', e['cpu_utilization_percent'])"
     echo "== end"
     """)
+
+
+# the campaign's whole load (data/campaigns/uml-schedulers.toml: 4 iperf3 CUBIC flows through the 20 Mbit/s HTB
+# class, pfifo_fast leaf; from 1 s ping every 10 ms and iperf2's thin UDP flow, 1 Mbit/s of 1470 B) without
+# strace: over 5 s of it, each task's wake-ups (/proc/PID/task/TID/status voluntary_ctxt_switches), read() and
+# write() calls (/proc/PID/task/TID/io syscr, syscw: every vfs_read / vfs_write, EAGAIN ones too) and the
+# CPU's busy share; getppid()'s cost just before and after.  Then the same load again with strace -c -f on
+# ping and on iperf2's ends (rate-paced tools: their calls per probe or datagram, not their rate, are taken)
+CALLS = TESTBED + BUILD + WARM + textwrap.dedent("""\
+    sleep 1
+    for r in 1 2 3; do echo "== step sysbefore$r $(/tmp/b sys 20000)"; done
+    tasks() {    # every task's name, wake-ups and read/write calls: two greps in all (forks are dear in UML)
+      grep -H -E '^(Name|voluntary_ctxt_switches|nonvoluntary_ctxt_switches):' /proc/[0-9]*/task/*/status | sed "s/^/== task $1 /"
+      grep -H -E '^sysc[rw]:' /proc/[0-9]*/task/*/io | sed "s/^/== task $1 /"
+    }
+    mark() { echo "== mark $1 $(cut -d' ' -f1 /proc/uptime) $(head -1 /proc/stat)"; tasks $1; }
+    load() {     # ST set: strace -c -f on ping and iperf2's ends
+      ip netns exec w-vm2 iperf3 -s -1 > /dev/null 2>&1 &
+      ip netns exec w-vm2 ${ST:+strace -c -f -o /tmp/st-iperf2-server.txt} iperf -s -u -p 5001 -e > /tmp/iperf2s.txt 2>&1 &
+      sleep 0.5
+      ip netns exec w-vm1 iperf3 -c 10.97.0.2 -P 4 -C cubic -t 8 -J > /tmp/iperf.json &
+      IP=$!
+      sleep 1
+      ip netns exec w-vm1 ${ST:+strace -c -f -o /tmp/st-ping.txt} ping -n -D -c 300 -i 0.01 -s 56 10.97.0.2 > /tmp/ping.txt 2>&1 &
+      ip netns exec w-vm1 ${ST:+strace -c -f -o /tmp/st-iperf2-client.txt} iperf -c 10.97.0.2 -u -p 5001 -b 1000000 -l 1470 -t 7 -e > /tmp/iperf2c.txt 2>&1 &
+    }
+    stop() {     # iperf2's server runs until stopped (strace, if any, first: it prints its table on SIGINT)
+      for p in $(pgrep -x strace); do kill -INT $p; done; sleep 0.5
+      for p in $(pgrep -x iperf); do kill $p; done; wait
+    }
+    load
+    sleep 1; mark load0; sleep 5; mark load1
+    wait $IP; sleep 1.5; stop
+    echo "== iperf"; python3 -c "
+    import json; d = json.load(open('/tmp/iperf.json')); e = d['end']
+    print('throughput', e['sum_received']['bits_per_second'], 'segments', e['sum_received']['bytes'] / 1448, 'seconds', e['sum_received']['seconds'])"
+    echo "== ping $(tail -1 /tmp/ping.txt)"
+    for r in 1 2 3; do echo "== step sysafter$r $(/tmp/b sys 20000)"; done
+    sleep 1
+    ST=1 load
+    wait $IP; sleep 1.5; stop
+    for f in /tmp/st-*.txt; do echo "== strace ${f#/tmp/st-}"; cat $f; done
+    echo "== ping-strace $(tail -1 /tmp/ping.txt)"
+    echo "== iperf2 client"; tail -4 /tmp/iperf2c.txt
+    echo "== end"
+    """)
+
+
+# a reader woken by each datagram at the campaign's frame rate (1,448 B every 650 us across the bridge, no
+# qdisc), three ways: not reading (the kernel's path and the sender alone), a blocking recv() per datagram
+# (a wake-up and one call), and iperf3's server loop (a wake-up and its five calls: pselect6, two clock reads,
+# read, read -> EAGAIN); /proc/stat around each 5 s step, twice, getppid() before
+WAKES = TESTBED + BUILD + WARM + textwrap.dedent("""\
+    cpu() { echo "== cpu $1 $(cut -d' ' -f1 /proc/uptime) $(head -1 /proc/stat)"; }
+    sleep 1
+    for rep in 1 2; do
+      cpu sys$rep.0; echo "== step sys$rep $(/tmp/b sys 20000)"; cpu sys$rep.1
+      cpu idle$rep.0; sleep 5; cpu idle$rep.1; echo "== step idle$rep"
+      for mode in noread read loop; do
+        ip netns exec w-vm2 /tmp/b recv 5.5 $mode > /tmp/r.txt &
+        R=$!
+        sleep 0.2
+        cpu $mode$rep.0
+        S=$(ip netns exec w-vm1 /tmp/b send 10.97.0.2 1 5 1448 650)
+        cpu $mode$rep.1
+        wait $R
+        echo "== step $mode$rep $S $(cat /tmp/r.txt)"
+      done
+    done
+    echo "== end"
+    """)
+
+
+def run_wakes(out: Path, log=print) -> dict:
+    """A reader woken per datagram at the campaign's frame rate (:data:`WAKES`, no qdisc): ``*-wakes.*``."""
+    return _run_load(out, "wakes", WAKES.replace("QDISC", ":"), parse,
+                     "the CPU of a reader's wake-up and its system calls", log)
+
+
+# the collector's speed benchmark (ovssim/collect/state.py veth_pingpong: ping -f -q -c 20000 over a veth pair
+# between two namespaces, 3 times) beside getppid() timed in the same instance, alternately: how the system
+# call's cost relates to the state figure every campaign records (metadata.json machine_state)
+PINGPONG = WARM + BUILD + textwrap.dedent("""\
+    ip netns add pp1; ip netns add pp2
+    ip -n pp1 link add eth0 type veth peer name eth0 netns pp2
+    ip -n pp1 addr add 10.254.0.1/30 dev eth0; ip -n pp2 addr add 10.254.0.2/30 dev eth0
+    for n in pp1 pp2; do ip -n $n link set lo up; ip -n $n link set eth0 up; done
+    ip netns exec pp1 ping -c 3 -i 0.2 -q 10.254.0.2 >/dev/null
+    for rep in 1 2 3; do
+      echo "== step sys$rep $(/tmp/b sys 20000)"
+      echo "== pingpong $rep $(ip netns exec pp1 ping -f -q -c 20000 10.254.0.2 | grep -o '[0-9]* received.*time [0-9]*ms')"
+    done
+    echo "== end"
+    """)
+
+
+def parse_pingpong(text: str) -> dict:
+    """getppid()'s cost per run (``steps``, as :func:`parse` has them) and the ping-pong's echoes per second."""
+    out = parse(text)
+    out["pingpong_per_s"] = [int(n) / (int(ms) / 1000.0) for n, ms in
+                             re.findall(r"^== pingpong \d+ (\d+) received.*time (\d+)ms", text, re.M)]
+    return out
+
+
+def run_pingpong(out: Path, log=print) -> dict:
+    """The collector's ping-pong speed figure beside getppid()'s cost (:data:`PINGPONG`): ``*-pingpong.*``."""
+    return _run_load(out, "pingpong", PINGPONG, parse_pingpong, "getppid() beside the speed benchmark", log)
+
+
+def parse_calls(text: str) -> dict:
+    """Per task of the load's tools (pid/tid comm) the wake-ups and read/write calls over the load's ~5 s
+    (``load0`` -> ``load1``), the CPU's busy share over it (1 - idle / elapsed), getppid()'s cost before and
+    after, and each strace -c table by name (calls per system call)."""
+    out: dict = {"getppid_us": {}, "tasks": {}, "strace": {}}
+    for name, us in re.findall(r"^== step (sys\w+) sys_us ([\d.]+)", text, re.M):
+        out["getppid_us"][name] = float(us)
+    marks = {}
+    for name, up, rest in re.findall(r"^== mark (\w+) ([\d.]+) cpu\s+([\d ]+)$", text, re.M):
+        marks[name] = (float(up), [int(x) for x in rest.split()])
+    if "load0" in marks and "load1" in marks:
+        (u0, j0), (u1, j1) = marks["load0"], marks["load1"]
+        out["seconds"] = u1 - u0
+        out["busy_share"] = 1.0 - (j1[3] + j1[4] - j0[3] - j0[4]) / (100.0 * (u1 - u0))
+    per: dict = {}
+    for mk, pid, tid, key, val in re.findall(r"^== task (\w+) /proc/(\d+)/task/(\d+)/\w+:(\w+):\s+(\S+)$", text, re.M):
+        per.setdefault(f"{pid}/{tid}", {}).setdefault(mk, {})[key] = val
+    names = {"voluntary_ctxt_switches": "voluntary", "nonvoluntary_ctxt_switches": "nonvoluntary",
+             "syscr": "syscr", "syscw": "syscw"}
+    for k, v in per.items():
+        a, b = v.get("load0"), v.get("load1")
+        if a and b and a.get("Name") in ("iperf3", "iperf", "ping") and a.get("Name") == b.get("Name"):
+            out["tasks"][f"{k} {a['Name']}"] = {n: int(b[key]) - int(a[key]) for key, n in names.items()
+                                               if key in a and key in b}
+    for f, block in re.findall(r"^== strace (\S+)\n(.*?)(?=^== )", text, re.M | re.S):
+        calls = {}
+        for line in block.splitlines():
+            g = line.split()
+            if len(g) >= 5 and g[0].replace(".", "").isdigit() and g[-1] != "total":
+                calls[g[-1]] = int(g[3])
+        out["strace"][f] = calls
+    m = re.search(r"^throughput ([\d.e+]+) segments ([\d.e+]+) seconds ([\d.]+)", text, re.M)
+    if m:
+        out["throughput"], out["segments"], out["load_seconds"] = (float(m.group(i)) for i in (1, 2, 3))
+    for tag in ("ping", "ping-strace"):
+        m = re.search(rf"^== {tag} (.*)$", text, re.M)
+        out[tag.replace("-", "_")] = m.group(1) if m else None
+    return out
+
+
+def _run_load(out: Path, tag: str, body: str, parse, purpose: str, log=print, timeout: float = 300) -> dict:
+    """Boot an instance, run ``body`` (its testbed's qdisc the campaign's HTB class with a pfifo_fast leaf,
+    the probe's C program in it) and store ``raw-TAG.txt``, ``results-TAG.json`` (``parse``) and
+    ``metadata-TAG.json`` in ``out``."""
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    body = body.replace("QDISC", htb_leaf("pfifo_fast")).replace("BENCH_C", BENCH.strip())
+    res, leaks, kernel = run_probe(out, body, name=tag, timeout=timeout, log=log, purpose=purpose)
+    return store_probe(out, tag, res, marker="== end", parse=parse, script=f"cpucost.py {tag.upper()}",
+                       kernel=kernel, leaks=leaks, host_loadavg=Path("/proc/loadavg").read_text().split()[:3])
+
+
+def run_calls(out: Path, log=print) -> dict:
+    """The campaign's load, each task's wake-ups and calls (:data:`CALLS`): ``*-calls.*``."""
+    return _run_load(out, "calls", CALLS, parse_calls, "counting the load's wake-ups and system calls", log)
 
 
 def host_cpu(session: int, per_thread: dict | None = None) -> float:
@@ -348,13 +538,8 @@ def run(out: Path, log=print) -> dict:
 
 def run_strace(out: Path, log=print) -> dict:
     """The iperf3 ends' system calls under the campaign's load (:data:`STRACE`): ``*-strace.*``."""
-    out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    body = STRACE.replace("QDISC", htb_leaf("pfifo_fast"))
-    res, leaks, kernel = run_probe(out, body, name="strace", timeout=200, log=log,
-                                   purpose="counting the iperf3 ends' system calls under the campaign's load")
-    return store_probe(out, "strace", res, marker="== end", parse=parse_strace, script="cpucost.py STRACE",
-                       kernel=kernel, leaks=leaks, host_loadavg=Path("/proc/loadavg").read_text().split()[:3])
+    return _run_load(out, "strace", STRACE, parse_strace,
+                     "counting the iperf3 ends' system calls under the campaign's load", log, timeout=200)
 
 
 def parse_strace(text: str) -> dict:
@@ -379,13 +564,25 @@ if __name__ == "__main__":
         from .collect import read_raw
         for raw in sorted(Path(sys.argv[1]).glob("raw-*.txt")):
             tag = raw.stem[len("raw-"):]
-            parsed = (parse_strace if tag.startswith("strace") else parse)(read_raw(raw))
+            parsed = (parse_strace if tag.startswith("strace") else parse_calls if tag.startswith("calls")
+                      else parse_pingpong if tag.startswith("pingpong") else parse)(read_raw(raw))
             write_atomic(raw.with_name(f"results-{tag}.json"), json.dumps(parsed, indent=1))
             print("wrote", raw.with_name(f"results-{tag}.json"))
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[2] == "--hostcpu":
         r = run_hostcpu(Path(sys.argv[1]))
         print(json.dumps({k: v for k, v in r.items() if k != "host_samples"}, indent=1))
+        sys.exit(0)
+    if len(sys.argv) > 2 and sys.argv[2] == "--pingpong":
+        r = run_pingpong(Path(sys.argv[1]))
+        print(json.dumps({"sys_us": [v["sys_us"] for v in r["steps"].values()], "pingpong_per_s": r["pingpong_per_s"]}))
+        sys.exit(0)
+    if len(sys.argv) > 2 and sys.argv[2] == "--wakes":
+        print(json.dumps(run_wakes(Path(sys.argv[1]))["steps"], indent=1))
+        sys.exit(0)
+    if len(sys.argv) > 2 and sys.argv[2] == "--calls":
+        r = run_calls(Path(sys.argv[1]))
+        print(json.dumps({k: v for k, v in r.items() if k != "strace"}, indent=1))
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[2] == "--strace":
         print(json.dumps(run_strace(Path(sys.argv[1])), indent=1))
