@@ -9,6 +9,9 @@ this host's measured read delays at the receiver (reader_stalls.py's input, a ma
 model of the load).
 
     .venv/bin/python validation/tcp_window/tsq_regime.py data/local/tcp_window/2026-11-28-tsq/sender_htb_100mbit_P1_cubic_trace.json.gz
+    .venv/bin/python validation/tcp_window/tsq_regime.py --config htb 100mbit 1 cubic --stalls --seeds 3
+
+(``--config``: the model alone, the report's 8-s run of that sender-placement configuration, per seed.)
 """
 from __future__ import annotations
 
@@ -116,10 +119,21 @@ def describe(name: str, acks: list[tuple], skbs: list[tuple]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("run", help="a trace_probe.py JSON (sender placement)")
+    ap.add_argument("run", nargs="?", help="a trace_probe.py JSON (sender placement)")
+    ap.add_argument("--config", nargs=4, metavar=("SHAPER", "RATE", "FLOWS", "CC"),
+                    help="no Linux run: the model's 8-s run of this sender-placement configuration")
+    ap.add_argument("--seeds", type=int, default=1, help="with --config: seeds 1..N")
     ap.add_argument("--stalls", action="store_true", help="the model's receiver reads as this host's did")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
+    if a.config:
+        kind, rate, flows, cc = a.config
+        args = {"shaper": kind, "rate": rate, "flows": int(flows), "cc": cc, "time": 8}
+        for seed in range(1, a.seeds + 1):
+            ma, _, mean, mx = model(args, a.stalls, seed)
+            print(f"{' '.join(a.config)} seed {seed}{' (replayed read delays)' if a.stalls else ''}: "
+                  f"ping mean {mean:.2f} max {mx:.2f} ms, final cwnd {ma[-1][1]}")
+        return
     with gzip.open(a.run, "rt") as fh:
         run = json.load(fh)
     la, lr = linux(run)
