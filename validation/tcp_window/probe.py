@@ -144,7 +144,10 @@ def run(args) -> dict:
     sysctls = dict(kv.split("=", 1) for kv in args.sysctl)
     setup(args.shaper, args.rate, sysctls, args.limit, not args.no_gso, args.router, args.bridge)
     try:
-        srv = subprocess.Popen(f"ip netns exec {B} iperf3 -s -1 -p {PORT}", shell=True,
+        # --nice: both iperf3 processes at this nice value (e.g. -20: a writer and reader that other jobs on a
+        # shared machine do not hold off the CPU)
+        prio = f"nice -n {args.nice} " if getattr(args, "nice", None) is not None else ""
+        srv = subprocess.Popen(f"ip netns exec {B} {prio}iperf3 -s -1 -p {PORT}", shell=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
         stop = threading.Event(); recs: list = []
@@ -153,7 +156,7 @@ def run(args) -> dict:
                                 stdout=subprocess.PIPE, text=True)
         time.sleep(0.5)
         cc = f"-C {args.cc}" if args.cc else ""
-        ip = subprocess.run(f"ip netns exec {A} iperf3 -c {IP_B} -p {PORT} {cc} -P {args.flows} -t {args.time} -J",
+        ip = subprocess.run(f"ip netns exec {A} {prio}iperf3 -c {IP_B} -p {PORT} {cc} -P {args.flows} -t {args.time} -J",
                             shell=True, capture_output=True, text=True)
         pout, _ = ping.communicate()
         stop.set(); th.join(); srv.wait(timeout=10)
@@ -217,6 +220,7 @@ if __name__ == "__main__":
     p.add_argument("--ns-prefix", default="tcpw", help="the namespaces' names: PREFIX-a, -b, -r (another job's "
                    "probe may hold tcpw-*)")
     p.add_argument("--port", type=int, default=5201, help="iperf3's port (-p)")
+    p.add_argument("--nice", type=int, default=None, help="run both iperf3 processes at this nice value")
     p.add_argument("--out", default=str(Path(__file__).resolve().parents[2] / "data/local/tcp_window"))
     args = p.parse_args()
     A, B, R = (f"{args.ns_prefix}-{x}" for x in "abr")

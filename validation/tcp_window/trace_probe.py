@@ -34,11 +34,12 @@ def main() -> None:
     p.add_argument("--bridge", action="store_true")
     p.add_argument("--router", action="store_true")
     p.add_argument("--sysctl", action="append", default=[])
+    p.add_argument("--nice", type=int, default=None, help="both iperf3 processes at this nice value (probe.py)")
     p.add_argument("--out", required=True)
     a = p.parse_args()
     args = argparse.Namespace(shaper=a.shaper, rate=a.rate, flows=a.flows, cc=a.cc, time=a.time, limit=None,
                               sysctl=a.sysctl, no_gso=False, router=a.router, bridge=a.bridge, tag="", out="",
-                              period=0.05, snd_only=False)
+                              period=0.05, snd_only=False, nice=a.nice)
     os.makedirs(INSTANCE, exist_ok=True)
     with open(f"{INSTANCE}/buffer_size_kb", "w") as fh:
         fh.write("65536")
