@@ -1,6 +1,6 @@
 """Per-row verdicts of two validation results.json files: which rows changed, and whether they now meet or miss.
 
-    .venv/bin/python validation/uml_latency/verdict_diff.py OLD/results.json NEW/results.json [TESTBED-PREFIX]
+    .venv/bin/python validation/verdict_diff.py OLD/results.json NEW/results.json [TESTBED-PREFIX]
 
 A row is (testbed, config, metric); its verdict is ``meets`` (the target) and its error ``rel_error``.  Prints
 every row whose verdict changed, or whose |error| moved by more than 1 point, then the count of rows meeting
