@@ -238,6 +238,10 @@ class TcpSender:
         # tcp_grow_skb (>= 6.10) -- before it, the remainder of a split skb leaves as a small skb of its
         # own and TCP Small Queues size their limit by it -- and an skb head's truesize (buffers.py)
         self.grow_skb = kernel is None or kernel >= (6, 10)
+        # an ACK's push before the writer it wakes (tcp_data_snd_check; see push): off by default, a
+        # diagnostic (validation/tcp_window/tsq_regime.py --writer-late); on, 40 of the 246 tcp_window
+        # values move by at most 1.0 % and no verdict changes
+        self.ack_order = False
         self.skb_head = tcp_skb_head_truesize(kernel)
         # TCP Small Queues: bytes (skb truesize) below the socket, not yet freed or orphaned
         self.tsq = tsq
@@ -386,9 +390,23 @@ class TcpSender:
         self._stalled = True
 
     # -- sending ---------------------------------------------------------------------------
-    def push(self) -> None:
-        """``tcp_write_xmit``: send what the windows, the buffer and Nagle allow."""
+    def push(self, after_ack: bool = False) -> None:
+        """``tcp_write_xmit``: send what the windows, the buffer and Nagle allow.
+
+        ``after_ack``: the push of an incoming ACK, ``tcp_data_snd_check`` (tcp_input.c), which runs
+        ``tcp_push_pending_frames`` before ``tcp_check_space``: the skbs are built from the write queue
+        as the writer left it, and only then is a writer blocked on the buffer woken (and the buffer
+        grown, ``tcp_new_space``); its write's ``tcp_push`` is a second push.  So a head that is the
+        write queue's last skb has no next skb for ``tcp_grow_skb`` and leaves shorter than the quota."""
         now = self.env._now
+        if after_ack and self.ack_order and self.bulk_until is not None and now < self.bulk_until:
+            self._xmit(now, False)
+            # then the woken writer's tcp_sendmsg -> tcp_push
+        self._wake_writer(now)
+        self._xmit(now, True)
+
+    def _wake_writer(self, now: float) -> None:
+        """``tcp_check_space`` -> ``tcp_new_space``: grow the buffer, wake a writer blocked on it."""
         if self.bulk_until is not None:
             # A writer blocked on a full buffer (sk_stream_wait_memory) is woken by
             # sk_stream_write_space only once the queued bytes are down to 2/3 of the buffer
@@ -403,10 +421,14 @@ class TcpSender:
                 full = self.snd_una + self.sndbuf
                 if full > self.write_end and 3 * (self.write_end - self.snd_una) <= 2 * self.sndbuf:
                     self.write_end = full
+
+    def _xmit(self, now: float, writer: bool) -> None:
+        """:meth:`push`'s ``tcp_write_xmit``; ``writer``: the writer may add to the write queue first
+        (False: an ACK's push, which sends only what the write queue already holds)."""
         q = self.q
         wq = self.wq
         mss = self.mss
-        if self._stalled:
+        if self._stalled and writer:
             self._stalled = False
             self._writer_catch_up(now)
         # Every field is re-read on each pass: sending can run the peer synchronously on
@@ -453,7 +475,7 @@ class TcpSender:
             end = wq.ends[0] if wq.ends else seq          # the head skb of the write queue
             if end == seq:
                 # nothing unsent: the bulk writer's next write, then tcp_push (autocorking)
-                if not self._app_write(now):
+                if not writer or not self._app_write(now):
                     self.cwnd_limited = False
                     break
                 if wq.should_autocork(seq, self.size_goal(), len(q), self.wmem_queued + 1, self.skb_head):
@@ -508,7 +530,7 @@ class TcpSender:
             if n < mss:
                 if (is_tail and not self.nodelay and q.packets_out and self.snd_sml > self.snd_una):
                     # Nagle (tcp_nagle_test on the tail skb): the writer's next write may fill it
-                    if self.write_end > wq.write_seq:
+                    if writer and self.write_end > wq.write_seq:
                         self._app_write(now)
                         continue
                     self.cwnd_limited = False
@@ -766,7 +788,7 @@ class TcpSender:
             if self._rtc_since == INF:
                 self._rtc_since = now
             return
-        self.push()
+        self.push(after_ack=True)
 
     def _rtc_resume(self, _=None) -> None:
         """The flow's core is free again: send what was held back (a stale wake-up does nothing).
