@@ -162,3 +162,16 @@ def test_grow_skb_fills_the_head_from_the_next_skb_only():
     assert list(wq.ends) == [2 * GOAL, 3 * GOAL]
     assert wq.grow_head(2 * GOAL, 10 ** 6) == 3 * GOAL and len(wq) == 1
     assert wq.tail_len(2 * GOAL) == GOAL                          # the grown head is the tail now
+
+
+def test_grow_skb_leaves_the_write_queues_last_skb_as_it_is():
+    # tcp_grow_skb returns at once when the head is the last skb (tcp_skb_is_last): with the writer
+    # behind, the remainder of a 45-segment skb after two 16-segment cuts leaves as 13 segments
+    mss = 1448
+    wq = WriteQueue()
+    wq.append(45 * mss, 45 * mss, 0)
+    wq.sent(16 * mss)
+    wq.sent(32 * mss)
+    assert wq.grow_head(32 * mss, 3 * mss) == 45 * mss and list(wq.ends) == [45 * mss]
+    wq.append(45 * mss, 45 * mss, 32 * mss)             # the writer in time: tcp_sendmsg tops the unsent tail up
+    assert list(wq.ends) == [77 * mss, 90 * mss]        # to size_goal itself, and the head is not short

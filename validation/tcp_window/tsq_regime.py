@@ -10,6 +10,11 @@ model of the load).
 
     .venv/bin/python validation/tcp_window/tsq_regime.py data/local/tcp_window/2026-11-28-tsq/sender_htb_100mbit_P1_cubic_trace.json.gz
     .venv/bin/python validation/tcp_window/tsq_regime.py --config htb 100mbit 1 cubic --stalls --seeds 3
+    .venv/bin/python validation/tcp_window/tsq_regime.py RUN --writer-late 0.002
+
+(``--writer-late D``: an ACK's push before the writer it wakes, as ``tcp_data_snd_check`` orders them
+(``TcpSender.ack_order``), and the bulk writer, once woken at 2/3 of its buffer, writing D seconds later -- a
+diagnostic of the write queue's depth at the ACKs, not a model of the writer's scheduling.)
 
 (``--config``: the model alone, the report's 8-s run of that sender-placement configuration, per seed.)
 """
@@ -49,7 +54,34 @@ def linux(run: dict) -> tuple[list[tuple], list[tuple]]:
     return out, rcv
 
 
-def model(args: dict, stalls: bool, seed: int) -> tuple[list[tuple], list[tuple], float, float]:
+def late_writer(sender_mod, late: float):
+    """Patch ``TcpSender`` for ``--writer-late``: returns the patched (name, original) pairs to restore."""
+    from ovssim.sched import call_at
+    cls = sender_mod.TcpSender
+    wake, init = cls._wake_writer, cls.__init__
+
+    def init_(self, *a, **k):
+        init(self, *a, **k)
+        self.ack_order = True
+
+    def wake_(self, now):
+        if late <= 0 or self.bulk_until is None or now >= self.bulk_until:
+            return wake(self, now)
+        if self.sndbuf_auto is not None and self.cwnd > self._sndbuf_cwnd:
+            self._grow_sndbuf()
+        at = getattr(self, "_late_at", None)
+        if at is None:      # woken now (2/3 of the buffer), writes at now + late
+            if self.snd_una + self.sndbuf > self.write_end and 3 * (self.write_end - self.snd_una) <= 2 * self.sndbuf:
+                self._late_at = now + late
+                call_at(self.env, now + late, lambda _=None: self.push())
+        elif now >= at:
+            self._late_at = None
+            self.write_end = max(self.write_end, self.snd_una + self.sndbuf)
+    cls.__init__, cls._wake_writer = init_, wake_
+    return [("__init__", init), ("_wake_writer", wake)]
+
+
+def model(args: dict, stalls: bool, seed: int, late: float | None = None) -> tuple[list[tuple], list[tuple], float, float]:
     """The same per-ACK and per-skb records from the model, and its ping mean/max (ms) over probe.py's window."""
     sys.path.insert(0, str(ROOT))
     from ovssim.runner import run_scenario
@@ -84,12 +116,15 @@ def model(args: dict, stalls: bool, seed: int) -> tuple[list[tuple], list[tuple]
         return c, s
     sender_mod.TcpSender.on_ack, sender_mod.TcpSender._transmit = ack, tx
     iperf_tcp.IperfTcp._open_stream = open_stream
+    restore = late_writer(sender_mod, late) if late is not None else []
     try:
         res = run_scenario(tcp_window.scenario(args), reps=1, seed=seed,
                            profile=str(CALIBRATION / f"{tcp_window.PROFILE}.toml"))
     finally:
         sender_mod.TcpSender.on_ack, sender_mod.TcpSender._transmit = on_ack, transmit
         iperf_tcp.IperfTcp._open_stream = opened
+        for name, f in restore:
+            setattr(sender_mod.TcpSender, name, f)
     data = max(streams, key=lambda c: c.sender.bytes_sent).sender
     a = [e for e in acks[data] if e[2] > 0]
     t0 = a[0][0]
@@ -125,6 +160,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1, help="with --config: seeds 1..N")
     ap.add_argument("--stalls", action="store_true", help="the model's receiver reads as this host's did")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--writer-late", type=float, default=None, metavar="D",
+                    help="ACK push before the writer it wakes, the writer D s late (a diagnostic)")
     a = ap.parse_args()
     if a.config:
         kind, rate, flows, cc = a.config
@@ -139,8 +176,10 @@ def main() -> None:
     la, lr = linux(run)
     print(f"Linux: ping mean {run['summary']['ping_mean_ms']} max {run['summary']['ping_max_ms']} ms")
     describe("Linux", la, lr)
-    ma, mr, mean, mx = model(run["args"], a.stalls, a.seed)
-    print(f"model{' (replayed read delays)' if a.stalls else ''}: ping mean {mean:.2f} max {mx:.2f} ms")
+    ma, mr, mean, mx = model(run["args"], a.stalls, a.seed, a.writer_late)
+    how = (" (replayed read delays)" if a.stalls else "") + (
+        f" (ACK push first, writer {1e3 * a.writer_late:.2f} ms late)" if a.writer_late is not None else "")
+    print(f"model{how}: ping mean {mean:.2f} max {mx:.2f} ms")
     describe("model", ma, mr)
 
 
