@@ -33,8 +33,9 @@ def main(old_path: str, new_path: str, prefix: str = "") -> int:
         moved = eo is not None and en is not None and abs(abs(en) - abs(eo)) > 0.01
         if o.get("meets") != n.get("meets") or moved:
             fmt = lambda e: "--" if e is None else f"{100 * e:+.1f}%"
-            print(f"{' / '.join(key)}: {fmt(eo)} -> {fmt(en)} (sim {o['simulated']:.4g} -> {n['simulated']:.4g}, "
-                  f"measured {n['measured']:.4g}); meets {o.get('meets')} -> {n.get('meets')}")
+            num = lambda v: "--" if v is None else f"{v:.4g}"
+            print(f"{' / '.join(key)}: {fmt(eo)} -> {fmt(en)} (sim {num(o['simulated'])} -> {num(n['simulated'])}, "
+                  f"measured {num(n['measured'])}); meets {o.get('meets')} -> {n.get('meets')}")
             worse += bool(o.get("meets")) and not n.get("meets")
     for label, rs in (("old", old), ("new", new)):
         c = Counter(k[0] for k, r in rs.items() if r.get("meets"))
