@@ -130,6 +130,8 @@ CHAIN_FIT_WORKLOADS = ("tcp", "rr")      # its TCP throughput (deliver_share) an
 def fitted_row(key: tuple, workload: str) -> bool:
     """Whether a row of a day's own data is one its profiles were fitted on (``fit_state``)."""
     return key in FIT_KEYS or (key == CHAIN_FIT_KEY and workload in CHAIN_FIT_WORKLOADS)
+
+
 # A container's receive stack has no latency that is not CPU work: it runs in the sender's softirq (net/core/dev.c:
 # veth_xmit -> __netif_rx -> process_backlog at local_bh_enable).  With host.stack_delay standing for it
 # (lognormal, ~9 us on each delivery) a warm ping took 26 us where Linux's takes 8 (the chain-ping probe's, pings
@@ -139,6 +141,7 @@ def fitted_row(key: tuple, workload: str) -> bool:
 # model runs a container's whole path, the receiver's stack included, as its sender's work, and a 64 KB-skb flow
 # fell from 25 to 12 Gbit/s (measured 23-39) -- a limit of the model's run-to-completion chain, not Linux's
 STACK_FIXED = {"host.stack_delay": "0us"}
+
 # starting points of stage 1 (a shorter search): near a first fit of each state
 X0_QUIET = {"ovs.stats:scale": 4.9e-6, "vif.container-veth.cpu_per_packet": 0.26e-6, "host.icmp_echo": 5e-6,
             "ovs.latency": 35e-6, "linux_bridge.forward:scale": 0.59e-6, "app.idle_wake": 38e-6}
@@ -272,8 +275,9 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
     data_files = [data / "results.csv.gz"] if (data / "results.csv.gz").is_file() else []
     # a quiet day's fit also targets the chain-ping probe's warm ping (a quiet machine's, 28 Nov): the path's own
     # work and the receive stack's latency apart from idle exits, which the day's spaced pings cannot separate
-    warm = state["cpu_busy"] <= 0.5
-    linux_wls = ["ping", "rr", "tcp"] + (["ping_warm"] if warm else [])
+    busy = state["cpu_busy"] > 0.5
+    warm = None if busy else warm_ping_runs()
+    linux_wls = ["ping", "rr", "tcp"] + ([] if busy else ["ping_warm"])
     fit_cfgs = [_config("ovs", 1, "-", "none", ["tcp", "rr"]), _config("linux", 1, "-", "none", linux_wls)]
     targets = []
     for k in FIT_KEYS:
@@ -283,8 +287,8 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
                 continue                          # stage 2's target
             runs = sel[(sel["workload"] == wl) & (sel["metric"] == mm)]["value"].to_numpy(float) * f
             targets.append(Target.from_runs(f"{_label(*k)}/{wl}", sm, runs, unit))
-    if warm:
-        targets.append(Target.from_runs(f"{_label(*FIT_KEYS[1])}/ping_warm", "rtt_mean", warm_ping_runs(), "ms"))
+    if warm is not None:
+        targets.append(Target.from_runs(f"{_label(*FIT_KEYS[1])}/ping_warm", "rtt_mean", warm, "ms"))
     params = [Param.parse("ovs.stats:scale=0.5us..200us"),
               Param.parse("vif.container-veth.cpu_per_packet=0.05us..20us"),
               Param.parse("host.icmp_echo=0.05us..30us"),
@@ -292,9 +296,9 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
               Param.parse("linux_bridge.forward:scale=0.1us..20us"),
               # the reader's wake-up: on a quiet machine an idle core's (app.idle_wake, paid with the idle share,
               # so a busy state does not pay it), on a busy one a running core's (app.wakeup)
-              Param.parse("app.wakeup=0.1us..60us" if state["cpu_busy"] > 0.5 else "app.idle_wake=0.1us..60us")]
+              Param.parse("app.wakeup=0.1us..60us" if busy else "app.idle_wake=0.1us..60us")]
     idle_exit, idle_src = idle_exit_of(state)
-    x0 = dict(X0_BUSY if state["cpu_busy"] > 0.5 else X0_QUIET)
+    x0 = dict(X0_BUSY if busy else X0_QUIET)
     if state.get("idle_exit_us") is None:
         # a day whose collector did not measure its idle exit: the estimate moved from another day is the
         # start, the spaced ping (beside the warm one, which holds the path's own work) decides
@@ -309,8 +313,8 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
                                    "datapath and Linux bridge): fitted on single-bridge unshaped runs only",
                        method_note="targets: iperf3 TCP throughput and qperf tcp_lat RTT of the 1-bridge, "
                                    "qdisc=none runs of OVS and Linux bridge, and the Linux bridge's ping mean"
-                                   + (f" and the chain-ping probe's warm 1-bridge ping ({warm_ping_runs().mean() * 1e3:.1f} "
-                                      "us, pings 0.2 ms apart, 28 Nov)" if warm else "") + "; "
+                                   + (f" and the chain-ping probe's warm 1-bridge ping ({warm.mean() * 1e3:.1f} "
+                                      "us, pings 0.2 ms apart, 28 Nov)" if warm is not None else "") + "; "
                                    f"host.idle_exit: mean {idle_exit * 1e6:.1f} us, {idle_src}; "
                                    "host.stack_delay 0 (ovssim/validate/local.py STACK_FIXED); "
                                    f"{cold.describe()}; "

@@ -85,6 +85,11 @@ def qdisc_spec(name: str) -> dict:
 UML_SYSCTLS = {"net.ipv4.tcp_congestion_control": "cubic"}
 
 
+def _getppid_us(steps: dict) -> list[float]:
+    """The getppid() timings (us per call) among a cpucost probe run's ``steps`` (its ``sys*`` steps)."""
+    return [st["sys_us"] for n, st in steps.items() if n.startswith("sys") and "sys_us" in st]
+
+
 def idle_busy(path: Path = DATA_CPUCOST, period_us: int = WAKE_PERIOD_US) -> float | None:
     """Seconds of the instance's CPU per wake-up from idle (``host.idle_busy``): the busy share a process
     woken every ``period_us`` adds to the idle instance's, per wake-up (CONFIG_NO_HZ_IDLE: busy = elapsed -
@@ -97,7 +102,7 @@ def idle_busy(path: Path = DATA_CPUCOST, period_us: int = WAKE_PERIOD_US) -> flo
         steps = json.loads(f.read_text())["steps"]
         # the probe's own clock_nanosleep per wake-up is a system call, which app.syscall counts apart
         # (:func:`syscall_cost`): less that run's getppid() cost
-        own = [st["sys_us"] * 1e-6 for n, st in steps.items() if n.startswith("sys") and "sys_us" in st]
+        own = [us * 1e-6 for us in _getppid_us(steps)]
         for name, st in steps.items():
             if name.startswith(f"wake{period_us}-"):
                 idle = steps.get("idle" + name.rsplit("-", 1)[1])
@@ -118,8 +123,7 @@ def syscall_cost(path: Path = DATA_CPUCOST) -> float | None:
     runs = []
     for f in sorted(path.glob("results-*.json")):
         d = json.loads(f.read_text())
-        us = [st["sys_us"] for n, st in d.get("steps", {}).items() if n.startswith("sys") and "sys_us" in st]
-        us += list(d.get("getppid_us", {}).values())
+        us = _getppid_us(d.get("steps", {})) + list(d.get("getppid_us", {}).values())
         if us:
             runs.append(float(np.mean(us)))
     return float(np.mean(runs)) * 1e-6 if runs else None
