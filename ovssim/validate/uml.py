@@ -166,11 +166,16 @@ def _uml_params() -> dict:
 
 
 def _scaled_costs(params: dict, factor: float) -> dict:
-    """Every CPU cost of ``params`` (:data:`ovssim.profile.CPU_COSTS`) times ``factor``, as profile entries."""
+    """Every nonzero CPU cost of ``params`` (:data:`ovssim.profile.CPU_COSTS`) times ``factor``, as profile
+    entries.  A zero stays unwritten: scaled it is still the value the profile inherits, and written it would
+    be set explicitly, beating a scenario's ``[params]`` (ovssim/precedence.py) -- the UML scenarios' measured
+    ``app.syscall`` was so overridden by a ``0us`` copied from the embedded default."""
     from ..profile import CPU_COSTS
     out = {}
     for key in sorted(CPU_COSTS & params.keys()):
         v = params[key]
+        if not isinstance(v, dict) and units.time(v) == 0.0:
+            continue
         if isinstance(v, dict):
             v = dict(v)
             if "scale" in v:
