@@ -62,6 +62,9 @@ SCHEMA: dict[str, str] = {
     "host.shallow_exit": "dist", "host.shallow_after": "time", "host.shallow_cold_factor": "factor",
     # and how much slower its work runs just after (the first host.cold_work of it, as a warm core runs it)
     "host.cold_factor": "factor", "host.cold_work": "time",
+    # a [[host]] that is itself a virtual machine (guest_of): how many times longer its CPU work takes than the
+    # bare-metal figures of the profile (ovssim/cpu/guest.py)
+    "guest.cpu_factor": "factor",
     # busy time per idle gap that delays no work (a UML instance's way into and out of idle; ovssim/cpu/pool.py)
     "host.idle_busy": "time",
     # batching (issue 15): a NAPI poll's fixed cost apart from each frame's and each byte's,

@@ -236,6 +236,7 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
             h["sched_slice"] = _conv(file, f"host.{n}.sched_slice", units.delay, h["sched_slice"])
             if not h["sched_slice"] > 0:
                 raise _err(file, f"host.{n}.sched_slice", "sched_slice must be > 0", 'write e.g. sched_slice = "3ms"')
+    _guest_host_check(file, hosts)
     switches = _names(_list(data, "switch", file), "switch", file)
     for n, s in switches.items():
         s["latency"] = _conv(file, f"switch.{n}.latency", units.delay, s.get("latency", "3us"))
@@ -424,12 +425,37 @@ def _vcpu_placement_check(file, n: str, v: dict, cores: int) -> None:
     if not on:
         raise _err(file, f"vm.{n}.vcpu_pin", "vcpu_pin needs the vCPUs on the host's cores",
                    "drop vcpus_on_host = false (vcpu_pin implies it)")
-    ok = (isinstance(pin, list) and len(pin) == v["vcpus"]
+    _pin_check(file, f"vm.{n}.vcpu_pin", pin, v["vcpus"], cores)
+
+
+def _pin_check(file, key: str, pin, vcpus: int, cores: int) -> None:
+    """``vcpu_pin``: one list of the host's cores (0..``cores`` - 1) per vCPU."""
+    ok = (isinstance(pin, list) and len(pin) == vcpus
           and all(isinstance(p, list) and p and all(isinstance(c, int) and not isinstance(c, bool)
                                                     and 0 <= c < cores for c in p) for p in pin))
     if not ok:
-        raise _err(file, f"vm.{n}.vcpu_pin", f"vcpu_pin must list, for each of the {v['vcpus']} vCPUs, host cores "
+        raise _err(file, key, f"vcpu_pin must list, for each of the {vcpus} vCPUs, host cores "
                    f"0..{cores - 1}; got {pin!r}", "write e.g. vcpu_pin = [[0], [1]] for 2 vCPUs")
+
+
+def _guest_host_check(file, hosts: dict) -> None:
+    """``guest_of``: the host is a virtual machine on another (not itself a guest) host; ``vcpu_pin``: its
+    vCPUs' cores on that host."""
+    for n, h in hosts.items():
+        parent = h.get("guest_of")
+        if parent is None:
+            if "vcpu_pin" in h:
+                raise _err(file, f"host.{n}.vcpu_pin", "vcpu_pin on a [[host]] needs guest_of",
+                           'write guest_of = "<the host whose cores run its vCPUs>"')
+            continue
+        if not isinstance(parent, str) or parent not in hosts or parent == n:
+            raise _err(file, f"host.{n}.guest_of", f"guest_of must name another [[host]], got {parent!r}",
+                       f"hosts are: {', '.join(k for k in hosts if k != n)}")
+        if hosts[parent].get("guest_of") is not None:
+            raise _err(file, f"host.{n}.guest_of", f"host {parent!r} is itself a guest: nested virtualisation is "
+                       "not modelled", f"make {n} a guest of a bare-metal host")
+        if "vcpu_pin" in h:
+            _pin_check(file, f"host.{n}.vcpu_pin", h["vcpu_pin"], h["cores"], hosts[parent]["cores"])
 
 
 def _vlan_check(file, key, item) -> None:

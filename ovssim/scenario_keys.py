@@ -51,6 +51,10 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "background_period": 'Bursty background load: each background thread is busy `background_on` in every '
                              '`background_period`, e.g. `"200ms"` (default: always busy).',
         "background_on": 'CPU-bound time per `background_period`, e.g. `"4ms"` (a dom0 / housekeeping burst).',
+        "guest_of": 'The host is a virtual machine on this other `[[host]]` (e.g. OVS inside a VM, seed 001\'s '
+                    'VOI): its `cores` are vCPUs, threads on that host\'s cores (two-level scheduling), and its '
+                    'CPU work takes profile `guest.cpu_factor` times the bare-metal figures.',
+        "vcpu_pin": "With `guest_of`: the other host's cores each vCPU may run on, a list per vCPU, e.g. `[[0]]`.",
         "sched_slice": 'The time a CPU-bound thread keeps a core before the next runnable one gets it, e.g. '
                        '`"3ms"` (default: EEVDF\'s base slice for the host\'s cores, kernel/sched/fair.c); for '
                        'a Xen host, how long the hypervisor runs dom0 before a guest\'s vCPU gets its core back.',

@@ -100,13 +100,20 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
     # a host with AF_XDP bridges runs one PMD thread on a core of its own (pmd-cpu-mask): the host's
     # other work gets the remaining cores
     pmd_hosts = {b["host"] for b in d.get("bridge", []) if b.get("port_type") == "afxdp"}
-    for h in d.get("host", []):
+    guest_hosts = {h["guest_of"] for h in d.get("host", []) if h.get("guest_of")}
+    # bare-metal hosts first: a guest host's vCPUs are threads on its hypervisor host's cores
+    for h in sorted(d.get("host", []), key=lambda h: bool(h.get("guest_of"))):
         pmd = h["name"] in pmd_hosts
-        topo.hosts[h["name"]] = host_pool(env, h["cores"] - pmd, h["name"], profile, rng, backlog_limit=backlog)
-        pool = topo.hosts[h["name"]]
+        if h.get("guest_of"):
+            pool = GuestCpus(env, h["cores"] - pmd, h["name"], topo.hosts[h["guest_of"]], pin=h.get("vcpu_pin"),
+                             speed=1.0 / profile.factor("guest.cpu_factor"), backlog_limit=backlog)
+        else:
+            pool = host_pool(env, h["cores"] - pmd, h["name"], profile, rng, backlog_limit=backlog)
+        topo.hosts[h["name"]] = pool
         if h.get("sched_slice"):
             pool.slice = h["sched_slice"]
-        pool.schedule_threads = bool(h.get("schedule_threads") or h.get("background_threads") or any(
+        pool.schedule_threads = bool(h.get("schedule_threads") or h.get("background_threads")
+                                     or h["name"] in guest_hosts or h.get("guest_of") or any(
             v.get("vcpus_on_host") for v in d.get("vm", []) if v["host"] == h["name"]))
         if h.get("background_threads"):
             pool.add_background(h["background_threads"], period=h.get("background_period"),

@@ -28,8 +28,10 @@ class GuestCpus(CpuPool):
                              for i in range(vcpus)]
         self.schedule_threads = host.schedule_threads
 
-    def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None) -> float | None:
-        """Run ``work`` of guest CPU arriving at ``t`` on a vCPU, and that vCPU on the host."""
+    def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None,
+              arrival: float | None = None) -> float | None:
+        """Run ``work`` of guest CPU arriving at ``t`` on a vCPU, and that vCPU on the host (``arrival``, as
+        :meth:`CpuPool.serve` takes it, changes nothing: a vCPU serves its work in the order it is handed)."""
         free = self.free
         if key is not None:
             v = key % self.cores

@@ -6,4 +6,4 @@ data, predict the rest); ``report`` writes validation/report.md; ``cli`` is ``ov
 """
 
 # The report's sections, in report order; each names a module of this package with a ``run(runner, settings)``.
-TESTBEDS = ("thesis", "local", "states", "load", "interim", "xenserver", "chains", "uml", "batching", "afxdp", "tcp_window")
+TESTBEDS = ("thesis", "local", "states", "load", "interim", "xenserver", "seed001", "chains", "uml", "batching", "afxdp", "tcp_window")

@@ -42,9 +42,9 @@ HTB holds leaves ~30 us after its tokens allow, measured here, not fitted; UML's
 the instance not scheduled by its host, `qdisc.watchdog_latency` fitted there); heavy RTT tails that fit a calibratable family (seed 002's mixtures)."""
 
 def run_testbeds(settings: Settings, only: list[str] | None = None, progress=print) -> list[TestbedResult]:
-    from . import afxdp, batching, chains, interim, load, local, states, tcp_window, thesis, uml, xenserver
+    from . import afxdp, batching, chains, interim, load, local, seed001, states, tcp_window, thesis, uml, xenserver
     mods = {"thesis": thesis, "local": local, "states": states, "load": load, "interim": interim,
-            "xenserver": xenserver, "chains": chains, "uml": uml, "batching": batching, "afxdp": afxdp,
+            "xenserver": xenserver, "seed001": seed001, "chains": chains, "uml": uml, "batching": batching, "afxdp": afxdp,
             "tcp_window": tcp_window}
     settings.figures_dir.mkdir(parents=True, exist_ok=True)
     out: list[TestbedResult] = []
