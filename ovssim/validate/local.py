@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import units
 from ..fit.calibrate import Param, Target
 from . import plots
 from .base import ROOT, shown, Settings, TestbedResult, fit_profile, fit_summary, load_scenario_dict, variant
@@ -303,7 +304,7 @@ def fit_state(runner: Runner, settings: Settings, which=QUIET):
         # a day whose collector did not measure its idle exit: the estimate moved from another day is the
         # start, the spaced ping (beside the warm one, which holds the path's own work) decides
         params.append(Param.parse("host.idle_exit:scale=5us..200us"))
-        x0["host.idle_exit:scale"] = float(idle_exit_spec(idle_exit)["scale"].removesuffix("us")) * 1e-6
+        x0["host.idle_exit:scale"] = units.time(idle_exit_spec(idle_exit)["scale"])
         idle_src = f"fitted on the spaced ping from a start {idle_src}"
     cold = cold_start()
     host = fit_profile(runner, settings, name=host_name, configs=fit_cfgs, params=params, targets=targets,

@@ -139,7 +139,9 @@ class Ping(Workload):
         self.sent = 0
         self.rtts: list[float] = []
         # its system calls' host CPU per probe (profile app.syscall: a UML instance's ptrace round trips)
-        self._calls = PING_CALLS * ((ctx.extra or {}).get("app", {}).get("syscall", 0.0))
+        syscall = (ctx.extra or {}).get("app", {}).get("syscall", 0.0)
+        self._calls = PING_CALLS * syscall
+        self._stamp_to_send = syscall
         call_at(self.env, ctx.start_at + self.start_at, self._send)
 
     def _send(self, _=None) -> None:
@@ -151,7 +153,14 @@ class Ping(Workload):
         self.sent += 1
         if self._calls and self.src.cpu is not None:
             self.src.cpu.account(self._calls)
-        self.src.send(pkt)
+        if self._stamp_to_send:
+            # iputils stamps the probe (gettimeofday) before its sendmsg(): the stamp's return and the send's
+            # entry -- one system call's round trip, a ptrace stop each way in UML -- pass before the kernel
+            # has the packet; the reply is stamped by the kernel (SO_TIMESTAMP), so nothing on that side
+            pkt.t = now + self._stamp_to_send
+            call_at(self.env, pkt.t, self.src.send, pkt)
+        else:
+            self.src.send(pkt)
         call_at(self.env, now + self.interval, self._send)
 
     def _reply(self, pkt) -> None:

@@ -5,8 +5,8 @@ In a user-mode-Linux instance every system call of a guest process is a ptrace r
 Behaviour checked: ``CpuPool.account`` adds exactly what it is given to one core's busy time and moves no
 completion; a TCP reader's calls follow its loop (a wake-up's ``wake_calls`` when the data find it asleep,
 one read more while its calls still run); ping's and iperf 2's UDP ends' calls are exactly their per-probe /
-per-datagram counts times ``app.syscall`` in a whole simulation, and neither an RTT nor a throughput moves;
-the default (0) changes nothing.
+per-datagram counts times ``app.syscall`` in a whole simulation; a ping RTT moves by the one call between its
+stamp and its send, a throughput not at all; the default (0) changes nothing.
 """
 import copy
 from pathlib import Path
@@ -83,11 +83,13 @@ def run(workloads, syscall: float | None, duration: float = 1.1):
 PING = [{"name": "ping", "tool": "ping", "from": "ns1", "to": "ns2", "i": "2ms", "c": 500}]
 
 
-def test_ping_pays_its_calls_per_probe_and_no_latency():
+def test_ping_pays_its_calls_per_probe_and_one_calls_latency_before_its_probe():
+    """iputils stamps a probe before its sendmsg() and the reply in the kernel (SO_TIMESTAMP): each RTT holds
+    one system call's round trip, the stamp's return and the send's entry, and nothing more."""
     p0, s0 = run(PING, None)
     p1, s1 = run(PING, C)
     pz, sz = run(PING, 0.0)
-    np.testing.assert_allclose(s1["ping:rtt"], s0["ping:rtt"])
+    np.testing.assert_allclose(s1["ping:rtt"], s0["ping:rtt"] + C, rtol=0, atol=1e-12)
     assert p0["system", "cpu_util.local"] == pz["system", "cpu_util.local"]     # default 0: nothing
     # 500 probes x 7.7 calls x 25 us over the run (ARP settling + 1.1 s)
     assert p1["system", "cpu_util.local"] - p0["system", "cpu_util.local"] == pytest.approx(
