@@ -426,7 +426,26 @@ class TcpSender:
                     self._grow_sndbuf()
                 full = self.snd_una + self.sndbuf
                 if full > self.write_end and 3 * (self.write_end - self.snd_una) <= 2 * self.sndbuf:
-                    self.write_end = full
+                    self.write_end = self._sendmsg_stop(full)
+
+    def _sendmsg_stop(self, full: int) -> int:
+        """Where a bulk writer allowed up to ``full`` (``snd_una`` + the buffer's payload) stops writing:
+        ``tcp_sendmsg_locked`` (net/ipv4/tcp.c) tests the buffer (``sk_stream_memory_free``: sk_wmem_queued <
+        sk_sndbuf) only when it needs a new skb (``new_segment``); an skb once allocated -- and the unsent tail
+        a blocked or new write() finds, which it tops up to the current ``size_goal`` -- is filled to
+        ``size_goal`` first.  So the writer stops at the end of the skb that reaches the limit, up to one
+        ``size_goal`` past it, and the write queue holds whole ``size_goal`` skbs (ss on this host: skmem w
+        above tb in 12 % of the samples, by at most 66672 B, one 64 KB skb)."""
+        wq = self.wq
+        goal = self.size_goal()
+        end = wq.write_seq
+        if len(wq):
+            tail = wq.tail_len(self.snd_nxt)
+            if tail < goal:
+                end += goal - tail
+        while end < full:
+            end += goal
+        return end
 
     def _xmit(self, now: float, writer: bool) -> None:
         """:meth:`push`'s ``tcp_write_xmit``; ``writer``: the writer may add to the write queue first
