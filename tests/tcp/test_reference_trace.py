@@ -36,6 +36,7 @@ Regenerated for TS.Recent taken from a pure ACK before the ACK is processed (tcp
 tcp_replace_ts_recent before tcp_data_snd_check; issue 18): the data an ACK releases echoes that ACK's timestamp.
 Regenerated for the bulk writer filling whole size_goal skbs past the send buffer (tcp_sendmsg_locked tests
 sk_stream_memory_free only before a new skb; issue 18).
+Regenerated for tcp_rcv_rtt_update's minimum (a receiver RTT sample below the estimate replaces it; issue 18).
 Regenerate (only when a change of behaviour is intended and argued):
 ``.venv/bin/python tests/tcp/test_reference_trace.py``.
 """
@@ -269,7 +270,7 @@ EXPECTED: dict = {'black_hole_timeouts': {'packets': 3198,
                                                                 'fddb67c27a4f72cf',
                                                                 '0.008413984628848169',
                                                                 '0.2084139846288482'),
-                                                         'trace': 'ffcca912e1d9a6e867ab6b31'},
+                                                         'trace': 'e9adcf5f744109fa1ad12050'},
                   'cubic_sack_loss_reorder': {'metrics': {'retransmits': '31.0',
                                                           'tcp_rtt_mean': '11.09799325084366',
                                                           'tcp_rtt_p50': '10.254879999999744',
@@ -378,7 +379,7 @@ EXPECTED: dict = {'black_hole_timeouts': {'packets': 3198,
                                                        '1b14661846b9e44e',
                                                        '0.056457406380821806',
                                                        '0.31384213495159424'),
-                                                'trace': 'dbf4cc6da8ab753971c5b34f'},
+                                                'trace': 'ba2fb8ebc6b63628e3f13b64'},
                   'newreno_nosack_loss_reorder': {'packets': 16421,
                                                   'r0': (8005992, 8541, 8005992, 7841, 0, 524, 3012),
                                                   's0': (8005992,
@@ -398,7 +399,7 @@ EXPECTED: dict = {'black_hole_timeouts': {'packets': 3198,
                                                          '5f236a3fa48b2b1e',
                                                          '0.006437467543299881',
                                                          '0.2064374675432999'),
-                                                  'trace': '8a1b23c6e6940792b3f68d1e'},
+                                                  'trace': '4806e1bb08012537d9f49550'},
                   'rr_nagle_delack_loss': {'metrics': {'latency_mean': '12.121323590335045',
                                                        'latency_p50': '1.3148000000000049',
                                                        'latency_p99': '203.59746302483967',
