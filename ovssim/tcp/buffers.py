@@ -185,7 +185,9 @@ class ReceiveBuffer:
             self.last_tsecr = tsecr
             m = (floor(now * 1000.0) - floor(tsecr * 1000.0)) / 1000.0
             if m > 0.0:
-                self.rtt = m if self.rtt == 0.0 else self.rtt + (m - self.rtt) / 8
+                # tcp_rcv_rtt_update: a sample below the estimate replaces it ("m < old_sample"), a larger one
+                # moves it by 1/8
+                self.rtt = m if self.rtt == 0.0 or m < self.rtt else self.rtt + (m - self.rtt) / 8
         grew = False
         space = self.win_from_space(self.sk_rcvbuf)
         if seg_len >= 128 and self.rcv_ssthresh < self.window_clamp and self.rcv_ssthresh < space:

@@ -161,14 +161,18 @@ class TcpSocket:
             self._handshake(pkt, now)
             return
         s = self.sender
+        if not pkt.payload and pkt.seq <= self.receiver.rcv_wup:
+            # a pure ACK's timestamp becomes TS.Recent too (tcp_replace_ts_recent: seq <= rcv_wup),
+            # so the data this end sends echoes it and the peer's receiver can time its round trip.
+            # Before the ACK is processed: tcp_rcv_established's fast path runs tcp_store_ts_recent
+            # before tcp_ack, its slow path tcp_replace_ts_recent at the top of tcp_ack
+            # (FLAG_UPDATE_TS_RECENT), and only then does tcp_data_snd_check send -- so the data an
+            # ACK releases echoes that ACK's timestamp, not the one before.
+            self.receiver.ts_recent = pkt.ts_val
         if s.snd_nxt or pkt.rwnd != s.snd_wnd:
             s.on_ack(pkt, now)
         if pkt.payload:
             self.receiver.on_data(pkt, now)
-        elif pkt.seq <= self.receiver.rcv_wup:
-            # a pure ACK's timestamp becomes TS.Recent too (tcp_replace_ts_recent: seq <= rcv_wup),
-            # so the data this end sends echoes it and the peer's receiver can time its round trip
-            self.receiver.ts_recent = pkt.ts_val
 
     # -- the socket lock ------------------------------------------------------------------
     def _owned(self, now: float) -> bool:

@@ -177,8 +177,10 @@ NOTES = [
     "segments at cwnd 16 are ACKed 0.9 ms apart, HyStart's ACK train (ACKs within 2 ms, longer than delay_min) "
     "ends slow start at cwnd 16 as ss shows (ssthresh 16), and CUBIC's first epoch (cnt capped at 20) grows the "
     "queue linearly; at 10-20 Mbit/s the skbs are 3-6 ms apart, no train forms, and the delay test (8 samples "
-    "a round) fires only once a round holds 8 skbs (cwnd 681-1424); then the 4 MB send buffer (tcp_wmem[2], "
-    "the writer woken at 2/3 of it) caps what is queued. BBR's cwnd is two skbs plus its quantization budget: "
+    "a round) fires only once a round holds 8 skbs (cwnd 681-1424); at 100 Mbit/s the 4 MB send buffer (tcp_wmem[2], "
+    "the writer woken at 2/3 of it) then caps what is queued, while a single flow at 10-20 Mbit/s stays "
+    "cwnd-limited for the whole run (ss: unacked = cwnd, 0.5-2 MB not sent), so its queue is HyStart's exit cwnd "
+    "plus CUBIC's growth since (validation/tcp_window/hystart_rounds.py). BBR's cwnd is two skbs plus its quantization budget: "
     "its ACK-aggregation term is one skb (behind HTB 20 Mbit/s on the sender's veth, quiet: 9-segment skbs, "
     "cwnd 18-22; TCP Small Queues keeps the window at two skbs there, since the sender's own qdisc keeps "
     "them charged to the socket). TBF segments skbs larger than its burst: per-MSS queue and ACKs.",
