@@ -51,6 +51,11 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
         "background_period": 'Bursty background load: each background thread is busy `background_on` in every '
                              '`background_period`, e.g. `"200ms"` (default: always busy).',
         "background_on": 'CPU-bound time per `background_period`, e.g. `"4ms"` (a dom0 / housekeeping burst).',
+        "pmd_core_threads": "Other CPU-bound threads pinned to the core of the host's AF_XDP PMD thread, 0..64 "
+                            "(default 0): e.g. the PMDs of other OVS instances, which without pmd-cpu-mask take the "
+                            "same core. The PMD then holds its core in turns of whole scheduler ticks "
+                            "(`ovssim.path.core_turns`), and frames wait in its rings while the others run. "
+                            "No effect on a host without an AF_XDP bridge.",
         "sched_slice": 'The time a CPU-bound thread keeps a core before the next runnable one gets it, e.g. '
                        '`"3ms"` (default: EEVDF\'s base slice for the host\'s cores, kernel/sched/fair.c); for '
                        'a Xen host, how long the hypervisor runs dom0 before a guest\'s vCPU gets its core back.',
