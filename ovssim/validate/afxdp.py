@@ -20,6 +20,12 @@ predicted with ``local_netns`` unchanged (that profile never saw this campaign).
 ``ovs.afxdp.per_batch`` stays at the default profile's 2 us: these data cannot separate it
 (the measured cycles per packet do not fall with the batch size on this loaded machine).
 Each measured workload is simulated in a run of its own, so the PMD's counters are its alone.
+
+The collector kept every testbed up to the campaign's end, and every private ovs-vswitchd put its PMD on
+core 1, so each AF_XDP run shared its PMD's core with the PMDs of the AF_XDP testbeds built before it
+(:func:`pmds_up`): each run is simulated with that many CPU-bound threads on the PMD's core
+(``host.pmd_core_threads``, :mod:`ovssim.path.core_turns`), a row pooling its runs' conditions, and the fit
+targets the 1-bridge CUBIC runs made with the most common count (2 others).
 """
 from __future__ import annotations
 
