@@ -397,6 +397,18 @@ def _notes(tb: TestbedResult, df, data: Path) -> None:
     share = _sharing_note(df)
     if share:
         tb.notes.append(share)
+    other = _select(df, "afxdp", 1, "ping")
+    other = other[other["metric"].isin(["cpu0_busy", "cpu1_busy"])].groupby("run_id")["value"].min()
+    if other.size:
+        tb.notes.append(
+            "**The reader's wake-up.** `calibration/local_afxdp.toml` states no `cpu_busy`, so its runs pay "
+            "`app.wakeup` only, not `app.idle_wake`. The core the PMDs leave was idle in the AF_XDP ping runs "
+            f"(the less busy core {np.median(other.to_numpy()):.2f} busy, median), so a reader woken there does "
+            "leave an idle core; but with `local_netns`'s `app.idle_wake` (fitted on 24 Nov for requests far "
+            "apart) paid at that share, the lone round trips overshoot by 2x (tried: sockperf half-RTT p50 40 us "
+            "against 18-20 measured, qperf tcp_lat 0.18 ms against 0.10), so it is left out: what this campaign's "
+            "back-to-back exchanges pay to wake the reader is not known, and the lone-PMD round trip stays short "
+            "(qperf tcp_lat 51 us measured with its PMD alone, 14 simulated).")
     tb.notes.append(_load_note(df))
     udp = _udp_note(df)
     if udp:
