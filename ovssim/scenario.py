@@ -232,6 +232,8 @@ def from_dict(data: dict, *, file: str = "<memory>", base_dir: Path | None = Non
                            "background_period", 'write e.g. background_period = "200ms" background_on = "4ms"')
         _conv(file, f"host.{n}.background_threads", lambda b: units.whole(b, "background_threads", 0, 4096),
               h.setdefault("background_threads", 0))
+        _conv(file, f"host.{n}.pmd_core_threads", lambda b: units.whole(b, "pmd_core_threads", 0, 64),
+              h.setdefault("pmd_core_threads", 0))
         if "sched_slice" in h:
             h["sched_slice"] = _conv(file, f"host.{n}.sched_slice", units.delay, h["sched_slice"])
             if not h["sched_slice"] > 0:

@@ -55,6 +55,11 @@ SECTION_KEYS: dict[str, dict[str, str]] = {
                     'VOI): its `cores` are vCPUs, threads on that host\'s cores (two-level scheduling), and its '
                     'CPU work takes profile `guest.cpu_factor` times the bare-metal figures.',
         "vcpu_pin": "With `guest_of`: the other host's cores each vCPU may run on, a list per vCPU, e.g. `[[0]]`.",
+        "pmd_core_threads": "Other CPU-bound threads pinned to the core of the host's AF_XDP PMD thread, 0..64 "
+                            "(default 0): e.g. the PMDs of other OVS instances, which without pmd-cpu-mask take the "
+                            "same core. The PMD then holds its core in turns of whole scheduler ticks "
+                            "(`ovssim.path.core_turns`), and frames wait in its rings while the others run. "
+                            "No effect on a host without an AF_XDP bridge.",
         "sched_slice": 'The time a CPU-bound thread keeps a core before the next runnable one gets it, e.g. '
                        '`"3ms"` (default: EEVDF\'s base slice for the host\'s cores, kernel/sched/fair.c); for '
                        'a Xen host, how long the hypervisor runs dom0 before a guest\'s vCPU gets its core back.',

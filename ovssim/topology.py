@@ -11,9 +11,10 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from .cpu import CpuPool, GuestCpus, WakePlacement, conn_key
+from .cpu import CpuPool, GuestCpus, WakePlacement, base_slice, conn_key
 from .distributions import Sampler
 from .path.afxdp import AfxdpPort, PmdThread
+from .path.core_turns import CoreTurns
 from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
 from .path.vswitchd_loop import VswitchdLoop
 from .path.endpoint import Endpoint
@@ -123,6 +124,12 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                 env, core=h["cores"] - 1, per_batch=profile.time("ovs.afxdp.per_batch"),
                 per_packet=profile.time("ovs.afxdp.per_packet"), empty_poll=profile.time("ovs.afxdp.empty_poll"),
                 tsc_hz=1e6 * profile.int("ovs.afxdp.tsc_mhz"), name=f"{h['name']}.pmd")
+            if h.get("pmd_core_threads"):
+                # the PMD's core shared with other CPU-bound threads (other OVS instances' PMDs): turns of whole
+                # ticks, starting where the scheduler happens to be when the run begins
+                turns = CoreTurns.of_scheduler(h["pmd_core_threads"], h.get("sched_slice") or base_slice(h["cores"]))
+                turns.phase = float(rng(f"{h['name']}.pmd.turns").uniform(0.0, turns.cycle))
+                topo.pmds[h["name"]].turns = turns
     afxdp_members: set = set()
 
     # bridges and their chains

@@ -27,9 +27,12 @@ SCHED_FACTOR_MAX_CPUS = 8           # get_update_sysctl_factor: cpus = min(num_o
 MAX_SOFTIRQ_TIME = 2e-3             # kernel/softirq.c
 NETDEV_MAX_BACKLOG = 1000           # net/core/dev.c
 NETDEV_BUDGET = 300                 # net/core/dev.c netdev_budget: packets per net_rx_action round
+# the scheduler tick: one jiffy at CONFIG_HZ=250 (this machine's kernel config); without HRTICK the fair
+# class preempts a CPU-bound task whose slice has run out only here (sched_tick -> task_tick_fair)
+TICK = 4e-3
 # a core idle this long has stopped its tick (kernel/time/tick-sched.c, NOHZ idle) and, in a KVM guest,
-# halted long enough for the host to schedule its vCPU out: one jiffy at CONFIG_HZ=250 (this machine)
-IDLE_EXIT_AFTER = 4e-3
+# halted long enough for the host to schedule its vCPU out: one jiffy
+IDLE_EXIT_AFTER = TICK
 CONTEXT_SWITCH = 2e-6               # direct cost of switching threads on a core (lmbench lat_ctx order)
 
 

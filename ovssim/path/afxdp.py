@@ -30,10 +30,24 @@ for an AF_XDP port go to its :class:`TxRing` and leave at the end of the batch
 mode the kernel's ``__xsk_generic_xmit`` hands them to the device with
 ``__dev_direct_xmit``: no qdisc.
 
+Patch ports between the bridges add nothing to a frame's pass: they are not datapath ports
+(ofproto/ofproto-dpif.c ``port_construct`` gives a patch port no odp port, ``dpif/show`` lists
+``pt0a 2/none``) and ``patch_port_output`` (ofproto/ofproto-dpif-xlate.c) translates the peer
+bridge's actions into the same datapath flow, so a chain of bridges is one megaflow,
+``in_port(vif1) ... actions:vif2``, one EMC hit per frame (measured: EMC hits = packets, no
+recirculation, 2 datapath flows for 1, 2 and 4 bridges).
+
+Core sharing (:class:`~ovssim.path.core_turns.CoreTurns`, ``turns``): a PMD pinned to a core that
+other CPU-bound threads share (the PMDs of other OVS instances: each puts its PMD on the same core
+when no pmd-cpu-mask is set) holds it in turns of whole scheduler ticks; frames that arrive while
+it is off wait in the rings for its next turn, and work it is doing when its turn ends resumes at
+the next.  OVS counts a busy iteration's TSC cycles across such a wait, and so does
+:class:`PmdPerf` here.
+
 Costs are parameters (profile keys ``ovs.afxdp.*``).  Not modelled: the fill/completion
 rings' recycling of UMEM frames, need_wakeup, several PMDs sharing a queue, the
-EMC/SMC/dpcls hit split (one per-packet cost), a PMD time-sliced with other threads on an
-overloaded host (the PMD here owns its core).
+EMC/SMC/dpcls hit split (one per-packet cost), other threads than CPU-bound ones on the PMD's
+core (a thread woken there).
 """
 from __future__ import annotations
 
@@ -172,6 +186,7 @@ class PmdThread:
         self._ev_at = INF               # a pending loop event
         self.in_batch = False           # inside a batch's processing: tx goes through the rings
         self.dirty: list[TxRing] = []   # tx rings with frames to flush at the batch's end
+        self.turns = None               # CoreTurns: the core shared with other CPU-bound threads (None: its own)
 
     def add_rxq(self, port: AfxdpPort) -> None:
         port.pmd = self
@@ -181,10 +196,14 @@ class PmdThread:
         """Datapath work of ``cost`` seconds on the PMD core (the :class:`~ovssim.path.cpu.CpuPool`
         ``serve`` contract, never refused): it starts when the PMD gets to it, at or after ``t``."""
         start = t if t > self.t else self.t
-        self.t = start + cost
+        self.t = self._work(start, cost)
         if not self.in_batch:           # work handed over from outside the loop: busy time of its own
             self.perf.busy_cycles += int(cost * self.tsc_hz)
         return self.t
+
+    def _work(self, t: float, cost: float) -> float:
+        """When ``cost`` seconds of the PMD's CPU started at ``t`` are done (its core's turns, if shared)."""
+        return t + cost if self.turns is None else self.turns.run(t, cost)
 
     # -- the loop -------------------------------------------------------------------------
     def wake(self, arrival: float) -> None:
@@ -201,9 +220,11 @@ class PmdThread:
             return
         n = -(-(t - self.t) // (self.empty_poll * len(self.rxqs) or self.empty_poll))   # ceil
         n = int(n)
+        span = n * self.empty_poll * max(1, len(self.rxqs))
+        if self.turns is not None:      # it polls only in its turns: its share of the span's iterations
+            n = max(1, round(n * self.turns.share))
         self.perf.iterations += n
         self.perf.idle_iterations += n
-        span = n * self.empty_poll * max(1, len(self.rxqs))
         self.perf.idle_cycles += int(span * self.tsc_hz)
         self.t += span
 
@@ -215,6 +236,12 @@ class PmdThread:
         if first == INF:
             return
         self._idle_until(min(first, now))
+        if self.turns is not None:
+            # off its core (another thread's turn): the next poll is at its next turn, idle cycles till then
+            on = self.turns.on_at(self.t)
+            if on > self.t:
+                self.perf.idle_cycles += int((on - self.t) * self.tsc_hz)
+                self.t = on
         # one pass over the rx queues: an iteration
         busy = 0.0
         got = 0
@@ -227,7 +254,7 @@ class PmdThread:
             while q.rx and len(batch) < self.batch and q.rx[0][0] <= t:
                 batch.append(q.rx.popleft()[1])
             if not batch:
-                self.t = t + self.empty_poll
+                self.t = self._work(t, self.empty_poll)
                 busy += self.empty_poll
                 continue
             q.rx_packets += len(batch)
@@ -255,7 +282,7 @@ class PmdThread:
 
     def _forward_batch(self, q: AfxdpPort, batch: list) -> None:
         """Standalone: ``per_batch`` + ``per_packet`` each, then one flush per egress port."""
-        self.t += self.per_batch + self.per_packet * len(batch)
+        self.t = self._work(self.t, self.per_batch + self.per_packet * len(batch))
         by_port: dict = {}
         for pkt in batch:
             egress = self.forward(pkt) if self.forward is not None else q
@@ -272,10 +299,10 @@ class PmdThread:
         self.in_batch = True
         try:
             for pkt in batch:
-                self.t += self.per_packet
+                self.t = self._work(self.t, self.per_packet)
                 pkt.t = self.t
                 q.ingress.put(pkt)
-            self.t += self.per_batch
+            self.t = self._work(self.t, self.per_batch)
             for ring in self.dirty:
                 ring.port.transmit(ring.pending, self.t)
                 self.perf.tx_packets += len(ring.pending)

@@ -20,6 +20,12 @@ predicted with ``local_netns`` unchanged (that profile never saw this campaign).
 ``ovs.afxdp.per_batch`` stays at the default profile's 2 us: these data cannot separate it
 (the measured cycles per packet do not fall with the batch size on this loaded machine).
 Each measured workload is simulated in a run of its own, so the PMD's counters are its alone.
+
+The collector kept every testbed up to the campaign's end, and every private ovs-vswitchd put its PMD on
+core 1, so each AF_XDP run shared its PMD's core with the PMDs of the AF_XDP testbeds built before it
+(:func:`pmds_up`): each run is simulated with that many CPU-bound threads on the PMD's core
+(``host.pmd_core_threads``, :mod:`ovssim.path.core_turns`), a row pooling its runs' conditions, and the fit
+targets the 1-bridge CUBIC runs made with the most common count (2 others).
 """
 from __future__ import annotations
 
@@ -75,11 +81,44 @@ SUFFIX = {"send_bw": " send", "recv_bw": " recv", "half_rtt_p50": " p50"}      #
 FIT = ("cubic", "throughput")               # on the 1-bridge AF_XDP runs
 
 
+def pmds_up(data: Path) -> dict[str, int]:
+    """Per run id, how many AF_XDP testbeds -- each an ovs-vswitchd with one busy-polling PMD -- were up
+    while it ran.
+
+    The collector keeps every testbed it built up until the campaign ends (``[campaign] keep_testbeds``,
+    default true, ``ovssim/collect/campaign.py``; this campaign does not set it), so from its first run on
+    an AF_XDP configuration's PMD spins for the rest of the campaign, and each private OVS puts its PMD on
+    the same core (no pmd-cpu-mask: ``pmd-rxq-show`` says ``core_id 1`` for each of two testbeds up at once
+    on this machine, 28 Nov).  With keep_testbeds false only the run's own testbed is up."""
+    import json
+    import tomllib
+    keep = True
+    camp = data / "campaign.toml"
+    if camp.is_file():
+        keep = bool(tomllib.loads(camp.read_text()).get("campaign", {}).get("keep_testbeds", True))
+    runs = [json.loads(line) for line in (data / "runs.jsonl").read_text().splitlines() if line.strip()]
+    runs.sort(key=lambda r: r["start"])
+    seen: set = set()
+    out = {}
+    for r in runs:
+        afxdp = PORTS.get(r.get("datapath")) == "afxdp"
+        if afxdp:
+            seen.add((r.get("bridge"), r.get("chain"), r.get("link")))
+        out[r["run_id"]] = len(seen) if keep else int(afxdp)
+    return out
+
+
 def load_measured(data: Path = DATA):
     from ..collect.store import load_results
     df = load_results(data)
     df = df[(df["status"] == "ok") & df["datapath"].isin(list(PORTS))].copy()
     df["port_type"] = df["datapath"].map(PORTS)
+    # the AF_XDP testbeds' PMDs spinning on core 1 during each run, and for an AF_XDP run the others beside
+    # its own (simulated: host.pmd_core_threads); the system-port runs are simulated without them (below)
+    up = pmds_up(data) if (data / "runs.jsonl").is_file() else {}
+    df["pmds_up"] = [up.get(r, 0) for r in df["run_id"]]
+    df["pmd_others"] = [max(0, up.get(r, 1) - 1) if pt == "afxdp" else 0
+                        for r, pt in zip(df["run_id"], df["port_type"])]
     # pmd-stats-show's processing cycles per packet, one row per run
     keys = ["run_id", "metric"]
     pmd = df[df["metric"].isin(["pmd_processing_cycles", "pmd_packets"])].set_index(keys)["value"].unstack("metric")
@@ -95,9 +134,12 @@ def _label(port_type: str, chain: int) -> str:
     return f"{port_type}-{int(chain)}"
 
 
-def _config(port_type: str, chain: int, workloads: list[str]) -> Config:
+def _config(port_type: str, chain: int, workloads: list[str], others: int = 0) -> Config:
+    """The run's testbed: ``others`` CPU-bound threads (other testbeds' PMDs) on the PMD's core."""
     base = load_scenario_dict("local_netns.toml")
     edits = {"bridge.br": {"chain": int(chain), "link": "patch", "port_type": port_type}}
+    if others:
+        edits["host.local"] = {"pmd_core_threads": int(others)}
     if int(chain) > 1:
         edits["vm.ns2"] = {"bridge": f"br-{int(chain)}"}
     wls, t = [], 0.0
@@ -108,17 +150,39 @@ def _config(port_type: str, chain: int, workloads: list[str]) -> Config:
         t += span + 0.1
     sc = variant(base, workloads=wls, **edits)
     sc["scenario"]["duration"] = f"{t:.3f}s"
-    label = "-".join([port_type, str(int(chain)), *workloads])
-    return Config(label, sc, {"port_type": port_type, "chain": int(chain)})
+    label = "-".join([port_type, str(int(chain)), *workloads] + ([f"{int(others)}pmds"] if others else []))
+    return Config(label, sc, {"port_type": port_type, "chain": int(chain), "pmd_others": int(others)})
 
 
 def _select(df, port_type: str, chain: int, workload: str):
     return df[(df["port_type"] == port_type) & (df["chain"] == chain) & (df["workload"] == workload)]
 
 
-def _runs(df, port_type: str, chain: int, workload: str, metric: str, factor: float) -> np.ndarray:
+def _runs(df, port_type: str, chain: int, workload: str, metric: str, factor: float,
+          others: int | None = None) -> np.ndarray:
     sel = _select(df, port_type, chain, workload)
+    if others is not None:
+        sel = sel[sel["pmd_others"] == others]
     return sel[sel["metric"] == metric]["value"].to_numpy(float) * factor
+
+
+def _run_others(df, port_type: str, chain: int, workload: str) -> list[int]:
+    """The ``pmd_others`` of each run of (port type, chain, workload), in run order."""
+    sel = _select(df, port_type, chain, workload).drop_duplicates("run_id").sort_values("run_id")
+    return [int(n) for n in sel["pmd_others"]]
+
+
+class _RunMix:
+    """The simulated twin of a set of runs made under different conditions: each run's replications from the
+    simulation of its own condition, pooled -- so the simulated mean weighs the conditions as the runs do."""
+
+    def __init__(self, sims: list):
+        self.sims = sims
+
+    def values(self, workload: str, metric: str) -> np.ndarray:
+        parts = [s.values(workload, metric) for s in self.sims]
+        parts = [p for p in parts if p.size]
+        return np.concatenate(parts) if parts and len(parts) == len(self.sims) else np.array([])
 
 
 def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None = BUSY) -> list[TestbedResult]:
@@ -130,8 +194,12 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None
                         "data/campaigns/local-afxdp.toml` (root).")
         return [tb]
     # -- fit: the PMD's cost per frame, on the 1-bridge CUBIC throughput ----------------------------------
-    fit_cfg = _config("afxdp", 1, [FIT[0]])
-    runs = _runs(df, "afxdp", 1, FIT[0], FIT[1], 1e-6)
+    # the runs made with the most common number of other PMDs on the core (from the second repetition on:
+    # every AF_XDP testbed is up), each such run's conditions simulated as they were
+    others = _run_others(df, "afxdp", 1, FIT[0])
+    fit_n = max(set(others), key=others.count) if others else 0
+    fit_cfg = _config("afxdp", 1, [FIT[0]], fit_n)
+    runs = _runs(df, "afxdp", 1, FIT[0], FIT[1], 1e-6, fit_n)
     targets = [Target.from_runs(f"{fit_cfg.label}/cubic", "throughput", runs, "Mbit/s")]
     path, res = fit_profile(
         runner, settings, name="local_afxdp", configs=[fit_cfg],
@@ -140,13 +208,16 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None
         base_profile=BASE_PROFILE,
         description="This machine's namespace testbed with OVS AF_XDP ports: local_netns plus the PMD's cost "
                     "per frame, fitted on the 1-bridge AF_XDP iperf3 CUBIC throughput",
-        method_note="target: iperf3 CUBIC throughput of the 1-bridge AF_XDP runs; sigma = std/sqrt(n) of the "
-                    "runs; every local_netns parameter fixed, ovs.afxdp.per_batch at the default profile's",
+        method_note=f"target: iperf3 CUBIC throughput of the 1-bridge AF_XDP runs made with {fit_n} other "
+                    "OVS testbeds' PMDs on the PMD's core (the collector kept every testbed up; simulated with "
+                    "host.pmd_core_threads = that number); sigma = std/sqrt(n) of the runs; every local_netns "
+                    "parameter fixed, ovs.afxdp.per_batch at the default profile's",
         x0={"ovs.afxdp.per_packet": 8e-6}, max_evals=12)
     tb.profile = shown(path)
     tb.fit = fit_summary(res, path)
     tb.split = ("Fitted: `ovs.afxdp.per_packet` (the PMD's whole pass per frame) on the 1-bridge AF_XDP iperf3 "
-                f"CUBIC throughput of `{shown(data)}` (`calibration/local_afxdp.toml`, based on `local_netns`). "
+                f"CUBIC throughput of `{shown(data)}`, its {runs.size} runs made with {fit_n} other testbeds' PMDs "
+                "on the PMD's core (`calibration/local_afxdp.toml`, based on `local_netns`). "
                 "Held out: the chains of 2 and 4 bridges, BBR, every RTT, qperf udp_bw, the PMD's processing "
                 "cycles per packet that OVS counted (pmd-stats-show), and the `system`-port (AF_PACKET) runs, "
                 "predicted by `local_netns`, which never saw this campaign. `ovs.afxdp.per_batch` is the default "
@@ -170,11 +241,16 @@ def _predict(tb: TestbedResult, runner: Runner, settings: Settings, df, path: Pa
     """Simulate every measured (port type, chain, workload) of ``df`` and add its rows; ``split`` None: rows
     without a target (a second data set shown beside the held-out one)."""
     keys = sorted(set(zip(df["port_type"], df["chain"], df["workload"])))
-    cfgs = {}
+    cfgs, run_cfgs = {}, {}
     for pt, chain, wl in keys:
         if wl not in WORKLOADS or (settings.fast and (pt, chain) != ("afxdp", 2)):
             continue
-        cfgs[(pt, chain, wl)] = _config(pt, chain, [wl])
+        # one simulation per condition the runs were made in (the other PMDs on the PMD's core)
+        run_cfgs[(pt, chain, wl)] = []
+        for n in _run_others(df, pt, chain, wl):
+            if (pt, chain, wl, n) not in cfgs:
+                cfgs[(pt, chain, wl, n)] = _config(pt, chain, [wl], n)
+            run_cfgs[(pt, chain, wl)].append(cfgs[(pt, chain, wl, n)])
     sims = {}
     af = [c for k, c in cfgs.items() if k[0] == "afxdp"]
     sy = [c for k, c in cfgs.items() if k[0] == "system"]
@@ -183,8 +259,8 @@ def _predict(tb: TestbedResult, runner: Runner, settings: Settings, df, path: Pa
     if sy:
         sims.update(runner.run(sy, str(settings.calibration_dir / f"{BASE_PROFILE}.toml"), reps=settings.reps,
                                seed=1818))
-    for (pt, chain, wl), c in cfgs.items():
-        sim = sims[c.label]
+    for (pt, chain, wl), cs in run_cfgs.items():
+        sim = _RunMix([sims[c.label] for c in cs])
         for mwl, mm, f, swl, sm, unit, metric in METRICS:
             runs = _runs(df, pt, chain, wl, mm, f) if mwl == wl else np.array([])
             vals = sim.values(swl, sm)
@@ -201,6 +277,35 @@ def _predict(tb: TestbedResult, runner: Runner, settings: Settings, df, path: Pa
                                       unit, y, lo, hi, m, slo, shi, row_split, kind, note=f"{runs.size} runs"))
         if pt == "afxdp":
             _pmd_rows(tb, df, chain, wl, sim, prefix)
+    if split is not None:
+        note = _condition_note(df, cfgs, sims)
+        if note:
+            tb.notes.append(note)
+
+
+def _condition_note(df, cfgs: dict, sims: dict) -> str:
+    """Measured against simulated, AF_XDP runs apart by the number of other PMDs on the core: the lone-PMD runs
+    (the first repetition's 1-bridge configuration) are the mechanism's test, every row pools conditions."""
+    parts = []
+    for wl, mm, f, swl, sm, unit in (("cubic", "throughput", 1e-6, "cubic", "throughput", "Mbit/s"),
+                                     ("bbr", "throughput", 1e-6, "bbr", "throughput", "Mbit/s"),
+                                     ("ping", "rtt_mean", 1e3, "ping", "rtt_mean", "ms"),
+                                     ("qperf_lat", "tcp_rr_rtt", 1e3, "tcp_lat", "rtt_mean", "ms")):
+        cells = []
+        for (pt, chain, w, n), c in sorted(cfgs.items()):
+            if pt != "afxdp" or w != wl or c.label not in sims:
+                continue
+            runs = _runs(df, pt, chain, wl, mm, f, n)
+            vals = sims[c.label].values(swl, sm)
+            if runs.size and vals.size:
+                fmt = "{:.0f}" if unit == "Mbit/s" else "{:.3f}"
+                cells.append(f"{int(chain)} br, {n} other{'s' if n != 1 else ''}: {fmt.format(runs.mean())} vs "
+                             f"{fmt.format(vals.mean())} ({runs.size} run{'s' if runs.size > 1 else ''})")
+        if cells:
+            parts.append(f"{swl} {unit}: " + "; ".join(cells))
+    if not parts:
+        return ""
+    return ("**AF_XDP by the other PMDs on the core, measured vs simulated** (means): " + " | ".join(parts) + ".")
 
 
 def _pmd_rows(tb: TestbedResult, df, chain: int, wl: str, sim, prefix: str = "") -> None:
@@ -281,16 +386,79 @@ def _notes(tb: TestbedResult, df, data: Path) -> None:
         "actions` of `local_netns` were fitted with AF_PACKET's system calls inside and are not charged here), "
         "then flushes the tx rings at the end of the batch (`ovs.afxdp.per_batch`: the rx burst and the "
         "sendto() kicks, whose generic-mode transmit crosses the veth on the PMD's core; no qdisc). No "
-        "`ovs.latency` and no idle stall: a PMD never sleeps. Patch ports stay inside the PMD's pass, so a "
-        "chain costs only its patch crossings -- measured AF_XDP CUBIC throughput "
-        + ", ".join(f"{v:.0f}" for v in by_chain.to_numpy()) + " Mbit/s for "
-        + ", ".join(str(int(c)) for c in by_chain.index) + " bridges.")
+        "`ovs.latency` and no idle stall: a PMD never sleeps. Patch ports are not datapath ports (`dpif/show`: "
+        "`pt0a 2/none`; ofproto-dpif `port_construct`), and `patch_port_output` translates the peer bridge into "
+        "the same megaflow (`in_port(vif1) ... actions:vif2` through 2 bridges, `dpctl/dump-flows`, 28 Nov): "
+        "one pass and one EMC hit per frame whatever the chain -- measured: EMC hits = packets, no "
+        "recirculation, 2 datapath flows for 1, 2 and 4 bridges. The measured means fall with the chain "
+        "(AF_XDP CUBIC " + ", ".join(f"{v:.0f}" for v in by_chain.to_numpy()) + " Mbit/s for "
+        + ", ".join(str(int(c)) for c in by_chain.index) + " bridges) because of the other PMDs on the "
+        "PMD's core (next note), not of the bridges.")
+    share = _sharing_note(df)
+    if share:
+        tb.notes.append(share)
+    other = _select(df, "afxdp", 1, "ping")
+    other = other[other["metric"].isin(["cpu0_busy", "cpu1_busy"])].groupby("run_id")["value"].min()
+    if other.size:
+        tb.notes.append(
+            "**The reader's wake-up.** `calibration/local_afxdp.toml` states no `cpu_busy`, so its runs pay "
+            "`app.wakeup` only, not `app.idle_wake`. The core the PMDs leave was idle in the AF_XDP ping runs "
+            f"(the less busy core {np.median(other.to_numpy()):.2f} busy, median), so a reader woken there does "
+            "leave an idle core; but with `local_netns`'s `app.idle_wake` (fitted on 24 Nov for requests far "
+            "apart) paid at that share, the lone round trips overshoot by 2x (tried: sockperf half-RTT p50 40 us "
+            "against 18-20 measured, qperf tcp_lat 0.18 ms against 0.10), so it is left out: what this campaign's "
+            "back-to-back exchanges pay to wake the reader is not known, and the lone-PMD round trip stays short "
+            "(qperf tcp_lat 51 us measured with its PMD alone, 14 simulated).")
     tb.notes.append(_load_note(df))
     udp = _udp_note(df)
     if udp:
         tb.notes.append(udp)
     if loaded:
         tb.notes.append(WHY_BUSY)
+
+
+def _sharing_note(df) -> str:
+    """The PMD's share of its core per run, from pmd-perf-show's iterations per second in the ping runs (an
+    idle PMD iterates as fast as its core lets it), by the number of other PMDs up; and the throughputs by the
+    same count, chain by chain."""
+    sel = df[(df["port_type"] == "afxdp") & (df["workload"] == "ping")]
+    w = sel[sel["metric"].isin(["pmdperf_iterations", "wall_time"])].pivot_table(
+        index=["run_id", "pmd_others"], columns="metric", values="value")
+    if w.empty or not {"pmdperf_iterations", "wall_time"} <= set(w.columns):
+        return ""
+    rate = (w["pmdperf_iterations"] / w["wall_time"] / 1e6).groupby(level="pmd_others").mean()
+    if 0 not in rate.index or len(rate) < 2:
+        return ""
+    parts = [f"{rate[n]:.1f} M/s with {n} other{'s' if n != 1 else ''} (1/{rate[0] / rate[n]:.2f} of alone)"
+             for n in rate.index if n]
+    thr = df[(df["port_type"] == "afxdp") & (df["metric"] == "throughput")]
+    tp = (thr.groupby(["workload", "pmd_others", "chain"])["value"].mean() * 1e-6)
+    tparts = []
+    for wl in ("cubic", "bbr"):
+        if wl in tp.index.get_level_values(0):
+            t = tp.loc[wl]
+            tparts.append(f"{wl.upper()} " + "; ".join(
+                f"{n} other{'s' if n != 1 else ''}: " + ", ".join(
+                    f"{t.loc[(n, c)]:.0f} ({int(c)} br)" for c in t.loc[n].index)
+                for n in sorted(set(t.index.get_level_values(0)))))
+    return ("**The other testbeds' PMDs on the PMD's core.** The collector keeps every testbed it built up to "
+            "the campaign's end (`[campaign] keep_testbeds`, default true; ovssim/collect/campaign.py), and each "
+            "private ovs-vswitchd, without pmd-cpu-mask, puts its PMD on the same core (`pmd-rxq-show`: "
+            "`core_id 1`, `isolated : false` for each of two testbeds up at once, 28 Nov). So from the first "
+            "AF_XDP configuration on, its PMD spun beside the later ones: 1, 2 and 3 PMDs on core 1 in the first "
+            "repetition (1, 2 and 4 bridges, in that order), 3 from the second on; the system-port runs had them "
+            "too (`cpu1_busy` 1.0 under a ping every 20 ms). The fair class shares the core equally: an idle "
+            "PMD's iterations per second in the ping runs (`pmd-perf-show`) were "
+            f"{rate[0]:.1f} M/s alone, " + ", ".join(parts) + ". Frames wait in the rings while the others run "
+            "their turns -- whole ticks (4 ms at HZ=250): the AF_XDP ping RTTs are 15-35 us or 4.0, 8.0, 12, "
+            "16 ms, and a request/response tool gets many fast exchanges in its PMD's turn and one stall per "
+            "round. Each AF_XDP run is simulated with its own count (`host.pmd_core_threads`) and a row's simulated "
+            "mean pools them as its runs do. The system-port runs are not: with the PMDs on core 1 their "
+            "workload, ovs-vswitchd and the sender ran on core 0 (`cpu0_busy` 0.99 under qperf and udp_bw), which "
+            "the model's 2-core pool with CPU-bound threads pinned to core 1 did not reproduce (its threads stay "
+            "where their key puts them: udp_bw's sender fell to 0.27 Gbit/s against 3.2 measured), so they are "
+            "still predicted by `local_netns` on two free cores. Measured AF_XDP "
+            "throughput (Mbit/s) by other PMDs and chain: " + " | ".join(tparts) + ".")
 
 
 def _udp_note(df) -> str:
@@ -339,9 +507,9 @@ def _load_note(df) -> str:
                      f"{np.median(v[la >= 1.5]):.0f} us median at {la[la >= 1.5].min():.1f}-{la.max():.1f}"
                      if (la < 1.5).any() and (la >= 1.5).any() else f"{what} {np.median(v):.0f} us median")
     return ("**RTTs and the load of each run** (the collector's `loadavg_1min`): " + "; ".join(parts) + ". The "
-            "model's PMD owns its core; where other threads compete for the two cores the kernel time-slices "
-            "the busy-polling PMD and an AF_XDP frame waits for its next turn, which AF_PACKET ports (woken "
-            "per packet) do not.")
+            "load is mostly the kept testbeds' PMDs (previous note): where other threads compete for the PMD's "
+            "core the kernel time-slices the busy-polling PMD and an AF_XDP frame waits for its next turn, which "
+            "AF_PACKET ports (woken per packet) do not.")
 
 
 WHY_BUSY = (

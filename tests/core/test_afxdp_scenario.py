@@ -168,3 +168,29 @@ def test_a_chain_of_patch_ports_runs_inside_the_pmds_pass():
     extra = four[("system", per_pkt)] - one[("system", per_pkt)]
     assert extra == pytest.approx(3 * 1e-6 * tsc, rel=1e-3)
     assert four[("system", "cpu_util.h.core0")] == pytest.approx(one[("system", "cpu_util.h.core0")], rel=1e-6)
+
+
+def _shared(n, workloads=None):
+    d = scenario(workloads)
+    d["scenario"]["duration"] = "0.4s"
+    d["host"][0]["pmd_core_threads"] = n
+    return d
+
+
+def test_a_pmd_sharing_its_core_holds_frames_until_its_next_turn():
+    """Two other CPU-bound threads on the PMD's core (other OVS instances' PMDs): the PMD runs one tick
+    (4 ms) in three, so a ping that reaches its ring in another's turn waits up to two ticks; alone, none does."""
+    ping = [{"name": "ping", "tool": "ping", "from": "a", "to": "b", "i": "10ms", "c": 30}]
+    alone = values(run_scenario(_shared(0, ping)))
+    shared = values(run_scenario(_shared(2, ping)))
+    # (ms, as ping prints them)
+    assert alone[("ping", "rtt_max")] < 0.5
+    assert 1.0 < shared[("ping", "rtt_max")] <= 8.0 + 0.5
+    # ~2/3 of the pings wait, on average half of the 8 ms the others hold the core
+    assert 1.5 < shared[("ping", "rtt_mean")] < 4.5
+
+
+def test_pmd_core_threads_is_bounded():
+    d = _shared(65)
+    with pytest.raises(ConfigError):
+        load_scenario(d)
