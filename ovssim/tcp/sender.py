@@ -256,7 +256,6 @@ class TcpSender:
         # _rtc_resume, keeps the clock of its start (_clock_cont)
         self._clock = 0.0
         self._clock_cont = None
-        self._resuming = False
         self.set_congestion_control(cc)
 
     def set_congestion_control(self, cc) -> None:
@@ -396,8 +395,9 @@ class TcpSender:
         self._stalled = True
 
     # -- sending ---------------------------------------------------------------------------
-    def push(self, after_ack: bool = False) -> None:
-        """``tcp_write_xmit``: send what the windows, the buffer and Nagle allow.
+    def push(self, after_ack: bool = False, resumed: bool = False) -> None:
+        """``tcp_write_xmit``: send what the windows, the buffer and Nagle allow; ``resumed``: the rest of a
+        loop cut where the sender's core was busy (:meth:`_rtc_resume`), on that loop's clock.
 
         ``after_ack``: the push of an incoming ACK, ``tcp_data_snd_check`` (tcp_input.c), which runs
         ``tcp_push_pending_frames`` before ``tcp_check_space``: the skbs are built from the write queue
@@ -409,7 +409,7 @@ class TcpSender:
             self._xmit(now, False)
             # then the woken writer's tcp_sendmsg -> tcp_push
         self._wake_writer(now)
-        self._xmit(now, True)
+        self._xmit(now, True, resumed)
 
     def _wake_writer(self, now: float) -> None:
         """``tcp_check_space`` -> ``tcp_new_space``: grow the buffer, wake a writer blocked on it."""
@@ -447,17 +447,16 @@ class TcpSender:
             end += goal
         return end
 
-    def _xmit(self, now: float, writer: bool) -> None:
+    def _xmit(self, now: float, writer: bool, resumed: bool = False) -> None:
         """:meth:`push`'s ``tcp_write_xmit``; ``writer``: the writer may add to the write queue first
         (False: an ACK's push, which sends only what the write queue already holds)."""
         q = self.q
         wq = self.wq
         mss = self.mss
-        if self._resuming and self._clock_cont is not None:
+        if resumed and self._clock_cont is not None:
             self._clock = self._clock_cont        # the same tcp_write_xmit, resumed
         else:
             self._clock = now                     # tcp_mstamp_refresh
-        self._resuming = False
         self._clock_cont = None
         if self._stalled and writer:
             self._stalled = False
@@ -842,9 +841,7 @@ class TcpSender:
                     self._rtc_at = free
                     call_at(self.env, free, self._rtc_resume)
                     return
-            self._resuming = True
-            self.push()
-            self._resuming = False
+            self.push(resumed=True)
             if self._rtc_at == INF:
                 self._rtc_since = INF      # sent, or stopped by something else than the core: no longer waiting
 
