@@ -208,7 +208,7 @@ def fit_uml(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
       rows, already in-sample for the upcall fit): the one measurement that is the path's per-packet
       work and nothing else but ping's own stamp-to-send system call (``app.syscall``, measured), bounded
       0.3-30: the host profile's costs were fitted on the netdev datapath, so UML's kernel datapath may take
-      less (0.67 with the stamp-to-send's 26.5 us; 1.01, at the old lower bound 1, without it).  The
+      less (0.68 with the stamp-to-send's 26.5 us; 1.01, at the old lower bound 1, without it).  The
       pfifo_fast rows cannot identify it: their RTT is the queue (tried: a joint fit on their throughput and
       RTT put the factor at 4.0 and 8.1 on two runs, within the seed-to-seed spread of that RTT, and made the
       cached ping 0.33-0.66 ms where UML's is 0.12).
