@@ -34,7 +34,7 @@ class GuestCpus(CpuPool):
         :meth:`CpuPool.serve` takes it, changes nothing: a vCPU serves its work in the order it is handed)."""
         free = self.free
         if key is not None:
-            v = key % self.cores
+            v = self.core_of(key)
         elif self.cores == 1:
             v = 0
         else:

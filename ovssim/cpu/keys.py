@@ -41,3 +41,17 @@ def conn_key(flow) -> int:
         lo, hi = (a, b) if repr(a) <= repr(b) else (b, a)
         k = _CONN_KEYS[flow] = zlib.crc32(repr((lo, hi, flow[4])).encode())
     return k
+
+
+def pinned_key(key: int, affinity, cpu) -> int:
+    """``key`` kept within ``affinity`` (``taskset -c``'s cores; None = any) on ``cpu``'s cores: the key
+    itself if its core is allowed, else an allowed core picked by the key (so a pinned tool's
+    connections still spread over its cores as their hashes spread them)."""
+    if affinity is None or cpu is None:
+        return key
+    bad = [c for c in affinity if not 0 <= c < cpu.cores]
+    if bad:
+        raise ValueError(f"{cpu.name}: core(s) {bad} pinned, but the host has cores 0..{cpu.cores - 1}")
+    if key % cpu.cores in affinity:
+        return key
+    return affinity[key % len(affinity)]

@@ -74,6 +74,7 @@ from bisect import bisect_left, bisect_right, insort
 
 from .defaults import (CONTEXT_SWITCH, IDLE_EXIT_AFTER, MAX_SOFTIRQ_TIME, NETDEV_BUDGET, NETDEV_MAX_BACKLOG,
                        base_slice)
+from .keys import pinned_key
 from .scheduler import fair_run, ksoftirqd_stretch
 from .thread import Thread
 
@@ -165,11 +166,30 @@ class CpuPool:
         self._free_now = [0.0] * cores    # when each core finishes the work booked at its arrival time
         self._ahead_arrival = [-1.0] * cores    # latest arrival among each core's booked-ahead work (or above)
         self.senders = 0                  # their sum (serve asks on every unkeyed call)
+        # connection keys pinned elsewhere (pin(): a tool under taskset), and the keys their work takes instead
+        self.key_core: dict[int, int] = {}
         # a datagram being carried through the softirq work of its sending task (IperfUdp._carry): [key,
         # done] while open -- serve() raises done for the work of that key (_carried) -- else None
         self.tx_ctx = None
 
     # --- softirq / keyed work -------------------------------------------------------------
+    def pin(self, key: int, affinity) -> int:
+        """Keep the work of connection ``key`` on ``affinity``'s cores (a traffic tool under ``taskset -c``:
+        its sends' softirq work runs in its own context, and what its peer's packets cost is processed
+        where it reads them): the key that work takes from now on (:func:`~ovssim.cpu.keys.pinned_key`).
+        A connection's path work has one core on a host (:func:`~ovssim.cpu.keys.conn_key`): where both of
+        its ends are pinned here, the first (the client, which connects first) places it."""
+        pinned = pinned_key(key, affinity, self)
+        if pinned != key and key not in self.key_core:
+            self.key_core[key] = pinned
+        return pinned
+
+    def core_of(self, key: int) -> int:
+        """The core that keyed work of ``key`` runs on."""
+        if self.key_core:
+            key = self.key_core.get(key, key)
+        return key % self.cores
+
     def serve(self, t: float, work: float, key: int | None = None, thread: Thread | None = None,
               arrival: float | None = None) -> float | None:
         """Run ``work`` seconds of CPU arriving at ``t``; return completion time, or None if refused.
@@ -181,6 +201,8 @@ class CpuPool:
             work = work / self.speed
         free = self.free
         if key is not None:
+            if self.key_core:
+                key = self.key_core.get(key, key)
             core = key % self.cores
         elif self.cores == 1:
             core = 0
@@ -408,7 +430,7 @@ class CpuPool:
         if thread is not None and thread.core is not None:
             core = thread.core
         elif key is not None:
-            core = key % self.cores
+            core = self.core_of(key)
         else:
             core = self.busy.index(min(self.busy))
         self.busy[core] += seconds

@@ -399,7 +399,7 @@ class OvsDatapath(Bridge):
         if not rx.charge(t, ts):
             return False
         cpu = self.cpu
-        free = cpu.free[self._core_key(pkt.flow) % cpu.cores]
+        free = cpu.free[cpu.core_of(self._core_key(pkt.flow))]
         if free > t:
             rx.release_at(free, ts)
         else:
@@ -414,7 +414,7 @@ class OvsDatapath(Bridge):
             return
         ts = truesize(pkt.size)
         cpu = self.cpu
-        free = cpu.free[self._core_key(pkt.flow) % cpu.cores]   # unchanged by the refused call
+        free = cpu.free[cpu.core_of(self._core_key(pkt.flow))]   # unchanged by the refused call
         if free > t:
             rx.release(ts)
             rx.release_at(free, -ts)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+from ..cpu.keys import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import DELACK, MAX_QUICKACKS, MAX_SACK_BLOCKS
@@ -44,7 +45,8 @@ INF = float("inf")
 class TcpReceiver:
     def __init__(self, sock, *, mss: int, rcvbuf: int, delack: float = DELACK,
                  quickacks: int = MAX_QUICKACKS, sack: bool = True, timestamps: bool = True,
-                 app_cost: float = 0.0, byte_cost: float = 0.0, cpu=None):
+                 app_cost: float = 0.0, byte_cost: float = 0.0, cpu=None,
+                 affinity: tuple[int, ...] | None = None):
         self.sock = sock
         self.env = sock.env
         self.mss = mss
@@ -59,8 +61,10 @@ class TcpReceiver:
         self.cpu = cpu
         # the reading application's recv() copies run where the scheduler puts the process: the core
         # that is free first (not pinned -- the softirq work that queued the data is on the connection's)
-        self.cpu_key = None
-        self.app_thread = cpu.app_thread("tcp-recv") if cpu is not None else None
+        # (``affinity``, taskset -c: keyed to an allowed core -- the thread, where threads are scheduled, may
+        # move among them)
+        self.cpu_key = None if affinity is None or cpu is None else cpu.pin(conn_key(sock.flow), affinity)
+        self.app_thread = cpu.app_thread("tcp-recv", self.cpu_key, affinity=affinity) if cpu is not None else None
         self.ack_size = tcp_frame_size(0, timestamps)
         self.rcv_nxt = 0
         self.rcv_wup = 0            # rcv_nxt when the last ACK was sent

@@ -96,7 +96,7 @@ timer, slow start after idle.
 """
 from __future__ import annotations
 
-from ..path.cpu import conn_key
+from ..cpu.keys import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
 from .defaults import (BULK_WRITE_SIZE, DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, MAX_TCP_HEADER,
@@ -121,7 +121,7 @@ class TcpSender:
     def __init__(self, sock, *, mss: int, cc, init_cwnd: int = INIT_CWND, sndbuf: int,
                  nodelay: bool = False, sack: bool = True, timestamps: bool = True,
                  rtt: RttEstimator | None = None, app_cost: float = 0.0, call_cost: float = 0.0,
-                 byte_cost: float = 0.0, cpu=None,
+                 byte_cost: float = 0.0, cpu=None, affinity: tuple[int, ...] | None = None,
                  keep_samples: bool = True, gso: bool = True, gso_max_size: int = 65536,
                  gso_max_segs: int = 65535, tsq: bool = False,
                  limit_output_bytes: int = TCP_LIMIT_OUTPUT_BYTES, kernel: tuple[int, int] | None = None):
@@ -152,9 +152,9 @@ class TcpSender:
         self.byte_cost = byte_cost    # CPU per byte copied in from user space (tcp_sendmsg_locked)
         self.cpu = cpu
         # the sending task's core: its connection's, where the softirq work of its segments runs too
-        self.cpu_key = conn_key(sock.flow)
+        self.cpu_key = conn_key(sock.flow) if affinity is None or cpu is None else cpu.pin(conn_key(sock.flow), affinity)
         # on a host that schedules threads, the sending process is one (ovssim.cpu), first on that core
-        self.app_thread = cpu.app_thread("tcp-send", self.cpu_key) if cpu is not None else None
+        self.app_thread = cpu.app_thread("tcp-send", self.cpu_key, affinity=affinity) if cpu is not None else None
         # run to completion (an inline_tx endpoint): the flow's core, as (its pool's free times, index,
         # the senders that take turns on it where the host schedules threads, else None)
         self._rtc = None

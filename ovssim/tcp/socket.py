@@ -58,7 +58,8 @@ class TcpSocket:
                  rto_min: float | None = None, send_cost: float = 0.0, recv_cost: float = 0.0,
                  call_cost: float = 0.0, send_byte_cost: float = 0.0, recv_byte_cost: float = 0.0,
                  keep_samples: bool = True, name: str | None = None,
-                 sysctls: TcpSysctls | None = None, cc_after_connect: bool = False):
+                 sysctls: TcpSysctls | None = None, cc_after_connect: bool = False,
+                 affinity: tuple[int, ...] | None = None):
         self.env = env
         sysctls = sysctls or getattr(endpoint, "tcp_sysctls", None) or TcpSysctls()
         # the module the connection was established under (see cc_after_connect above)
@@ -87,13 +88,13 @@ class TcpSocket:
         self.receiver = TcpReceiver(self, mss=self.mss,
                                     rcvbuf=rcv_auto.window() if rcv_auto else rcvbuf,
                                     delack=delack, sack=sack, timestamps=timestamps,
-                                    app_cost=recv_cost, byte_cost=recv_byte_cost, cpu=cpu)
+                                    app_cost=recv_cost, byte_cost=recv_byte_cost, cpu=cpu, affinity=affinity)
         self.receiver.autotune = rcv_auto
         self.sender = TcpSender(self, mss=self.mss, cc=first,
                                 init_cwnd=init_cwnd,
                                 sndbuf=snd_auto.payload if snd_auto else sndbuf,
                                 nodelay=nodelay, sack=sack, timestamps=timestamps, rtt=rtt,
-                                app_cost=send_cost, call_cost=call_cost, byte_cost=send_byte_cost, cpu=cpu,
+                                app_cost=send_cost, call_cost=call_cost, byte_cost=send_byte_cost, cpu=cpu, affinity=affinity,
                                 keep_samples=keep_samples,
                                 gso=getattr(endpoint, "gso", False),
                                 gso_max_size=getattr(endpoint, "gso_max_size", 65536),

@@ -7,6 +7,7 @@ used, not both.  Unknown keys and unreadable values raise
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -64,6 +65,25 @@ def as_port(v) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not 0 < v < 65536:
         raise ValueError(f"{v!r} is not a port number 1-65535")
     return v
+
+
+def as_cpu_list(v) -> tuple[int, ...]:
+    """``taskset -c``'s core list: ``"0"``, ``"0-1"``, ``"0,2-3"`` or a TOML list of core numbers."""
+    if isinstance(v, (list, tuple)):
+        cores = list(v)
+        if not cores or any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in cores):
+            raise ValueError(f"{v!r} is not a list of core numbers >= 0")
+    elif isinstance(v, str) and re.fullmatch(r"\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*", v):
+        cores = []
+        for part in v.split(","):
+            lo, _, hi = part.partition("-")
+            lo, hi = int(lo), int(hi or lo)
+            if hi < lo:
+                raise ValueError(f"{part.strip()!r} is a range that runs backwards")
+            cores.extend(range(lo, hi + 1))
+    else:
+        raise ValueError(f"{v!r} is not a core list such as \"0\", \"0-1\" or [0, 2]")
+    return tuple(sorted(set(cores)))
 
 
 def parse_table(table: dict, options: list[Option], *, tool: str, fixed: dict[str, tuple]) -> dict:

@@ -176,24 +176,29 @@ def _threads_measured(data):
     import pandas as pd
     from .local import load_measured
     df = load_measured(data)
-    runs = pd.read_json(data / "runs.jsonl", lines=True)
-    cpus = dict(zip(runs["run_id"], runs["cpus"].where(runs["cpus"].notna(), None)))
+    import json
+    with open(data / "runs.jsonl") as fh:        # as written: taskset's list is a string ("0"), not a number
+        runs = [json.loads(line) for line in fh if line.strip()]
+    cpus = {r["run_id"]: (None if r.get("cpus") is None else str(r["cpus"])) for r in runs}
     df["cpus"] = df["run_id"].map(cpus)
     return df
 
 
-def _threads_config(chain: int, link: str, streams: int, cc: str) -> Config:
+def _threads_config(chain: int, link: str, streams: int, cc: str, cpus: str | None = None) -> Config:
     """iperf 2 -P ``streams`` (a thread per stream) through the OVS netdev chain, the tools' threads
-    scheduled on this machine's 2 cores (ovssim.cpu)."""
+    scheduled on this machine's 2 cores (ovssim.cpu); ``cpus``: client and server under ``taskset -c``."""
     from .local import _config as local_config
     c = local_config("ovs", chain, link, "none", ["tcp"])
     for w in c.scenario["workload"]:
         # iperf 2 sets -Z (TCP_CONGESTION) before connect: the stream starts under it
         w.update({"P": streams, "C": cc, "cc_after_connect": False})
+        if cpus is not None:
+            w["cpus"] = cpus
     for h in c.scenario["host"]:
         h["schedule_threads"] = True
-    c.label += f"-P{streams}"
+    c.label += f"-P{streams}" + ("" if cpus is None else f" taskset -c {cpus}")
     c.facts["streams"] = streams
+    c.facts["cpus"] = cpus
     return c
 
 
@@ -202,22 +207,24 @@ def threads_run(runner: Runner, settings: Settings) -> TestbedResult:
     tb = TestbedResult("local_threads", "Issue 16: iperf 2 threads vs this machine's 2 cores, OVS netdev chains")
     tb.split = ("Nothing fitted: every row is held out. Each state's runs are simulated with the profile fitted "
                 "in that state (`local_netns` quiet, `local_netns_busy` busy; validate/local.py), the tools' "
-                "threads scheduled on the 2 cores. Unpinned runs only (the pinned half, taskset -c 0, has no "
-                "scenario key yet).")
+                "threads scheduled on the 2 cores; the pinned half of each campaign (client and server under "
+                "`taskset -c 0`) with the workload's `cpus` key.")
     for data, prof, title in THREADS_STATES:
         if not (data / "runs.jsonl").is_file():
             tb.notes.append(f"No {title} campaign at {data.relative_to(ROOT)}: its rows are missing.")
             continue
         df = _threads_measured(data)
-        df = df[df["cpus"].isna()]
         meta = __import__("json").loads((data / "metadata.json").read_text())
         cc = meta["machine"]["tcp_sysctls"].get("net.ipv4.tcp_congestion_control", "cubic")
-        cases = sorted({(int(r.chain), str(r.link), int(r.streams)) for r in df.itertuples()})
-        cfgs = {case: _threads_config(*case, cc) for case in cases}
+        cases = sorted({(int(r.chain), str(r.link), int(r.streams), r.cpus if isinstance(r.cpus, str) else None)
+                        for r in df.itertuples()},
+                       key=lambda k: (k[3] is not None, k[3] or "", k[:3]))
+        cfgs = {case: _threads_config(*case[:3], cc, case[3]) for case in cases}
         sims = runner.run(list(cfgs.values()), prof, reps=settings.reps, seed=1616)
         for case, c in cfgs.items():
-            chain, link, streams = case
-            sel = df[(df["chain"] == chain) & (df["link"] == link) & (df["streams"] == streams)]
+            chain, link, streams, cpus = case
+            sel = df[(df["chain"] == chain) & (df["link"] == link) & (df["streams"] == streams)
+                     & (df["cpus"].isna() if cpus is None else df["cpus"] == cpus)]
             sim = sims[c.label]
             for mm, fac, wl, sm, unit, metric in (("throughput", 1e-6, "tcp", "throughput", "Mbit/s", "throughput"),
                                                   ("cpu_busy", 100.0, "system", "cpu_util.local", "%",
@@ -260,4 +267,30 @@ def threads_run(runner: Runner, settings: Settings) -> TestbedResult:
             "cores: that campaign ran at load average 1.7-3.5 with the cores 80-100 % busy, so it is shown "
             "here as 'loaded' (throughput only). Busy state: the machine's other jobs kept both cores at "
             "~100 %, so only throughput is compared.")
+    pin_note = _pinned_note(tb)
+    if pin_note:
+        tb.notes.append(pin_note)
     return tb
+
+
+def _pinned_note(tb: TestbedResult) -> str:
+    """Pinned (``taskset -c 0``) against unpinned runs, per state: the mean ratio of their throughputs over
+    the configurations that have both, measured and simulated."""
+    parts = []
+    for state in ("quiet", "loaded", "busy"):
+        pairs = []
+        rows = {r.config: r for r in tb.rows if r.metric == "throughput" and r.config.startswith(f"{state}: ")}
+        for cfg, r in rows.items():
+            if " taskset -c " in cfg:
+                base = rows.get(cfg.split(" taskset -c ")[0])
+                if base is not None and base.measured and base.simulated:
+                    pairs.append((r.measured / base.measured, r.simulated / base.simulated))
+        if pairs:
+            m = sum(p[0] for p in pairs) / len(pairs)
+            s = sum(p[1] for p in pairs) / len(pairs)
+            parts.append(f"{state} {m:.2f} measured, {s:.2f} simulated ({len(pairs)} configurations)")
+    if not parts:
+        return ""
+    return ("**Pinned against unpinned** (client and server under `taskset -c 0`, the workload's `cpus`; the "
+            "netdev datapath's thread free to run on the other core): mean throughput ratio pinned / unpinned, "
+            + "; ".join(parts) + ".")

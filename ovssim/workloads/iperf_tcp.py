@@ -25,6 +25,9 @@ charged to the endpoints' CPUs; default: the profile's ``app.send_per_packet``
 work on the first stream's core, as iperf3 before 3.16 does it (one thread for all ``-P`` streams;
 default false: a thread per stream, as iperf 2 and iperf3 3.16+).  ``control``: iperf3's control
 connection (default: true for ``tool = "iperf3"``, false for ``iperf``/``iperf2``, which have none).
+``cpus``: ``taskset -c LIST`` around client and server, as the collector's campaign key ``cpus`` runs
+them (a string such as ``"0"`` or ``"0-1"``, or a list of core numbers): every stream's sending and receiving
+work on those cores of its host (:meth:`~ovssim.workloads.base.Workload.pinned`).
 ``cc_after_connect``: ``-C`` is set on the established stream (default: true for ``tool = "iperf3"``:
 ``iperf_create_streams`` calls ``setsockopt(TCP_CONGESTION)`` after ``protocol->connect()``, the server
 on the accepted socket), so the connection starts under the host's default congestion control and a
@@ -59,7 +62,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..sched import call_at
 from ..tcp.connection import connect
-from ..tcp.spec import (Option, as_bool, as_cc, as_count, as_port, as_positive_time, as_size,
+from ..tcp.spec import (Option, as_bool, as_cc, as_count, as_cpu_list, as_port, as_positive_time, as_size,
                         as_time, parse_table)
 from ..tcp.stats import GoodputMeter, cwnd_array, jain_index, rtt_array_ms, rtt_summary
 from .base import Metric, RunContext, Workload
@@ -107,6 +110,7 @@ class IperfTcp(Workload):
         Option("cwnd_interval", ("cwnd_interval",), as_time, "how often to sample cwnd (0: never)"),
         Option("cc_after_connect", ("cc_after_connect",), as_bool, "true: -C is set on the established "
                "socket, after the host's default congestion control started it (default: true for tool iperf3)"),
+        Option("cpus", ("cpus",), as_cpu_list, "taskset -c LIST for client and server, e.g. \"0\" or \"0-1\""),
         Option("control", ("control",), as_bool, "true: iperf3's control connection and parameter exchange "
                "before the streams connect (default: true for tool iperf3)"),
     ]
@@ -118,7 +122,7 @@ class IperfTcp(Workload):
                  call_cost: float | None = None, port: int = IPERF3_PORT,
                  stagger: float = 1e-3, mtu: int | None = None, cwnd_interval: float = 0.01,
                  omit: float = 0.0, one_thread: bool = False, control: bool = False,
-                 cc_after_connect: bool = False):
+                 cc_after_connect: bool = False, cpus: tuple[int, ...] | None = None):
         super().__init__(name)
         if parallel < 1:
             raise ConfigError(f"iperf -P must be >= 1, got {parallel}", key="P", fix="use P = 1 or more")
@@ -128,6 +132,7 @@ class IperfTcp(Workload):
         self.one_thread = one_thread
         self.control = control
         self.cc_after_connect = cc_after_connect
+        self.cpus = cpus
         self.control_conn = None          # (client, server) sockets of iperf3's control connection
         self.server_wake_calls = 0        # the server's system calls per wake-up (iperf3's: from_spec), app.syscall each
         self.control_log: list[tuple[str, float]] = []
@@ -179,8 +184,8 @@ class IperfTcp(Workload):
                      send_byte_cost=app.get("send_per_byte", 0.0), recv_byte_cost=app.get("recv_per_byte", 0.0))
         self._stream_opts = dict(cc=self.cc, mtu=self.mtu, mss=self.mss, nodelay=self.nodelay,
                                  sndbuf=self.window, rcvbuf=self.window, cc_after_connect=self.cc_after_connect,
-                                 **costs)
-        self._control_opts = dict(mtu=self.mtu, nodelay=True, **costs)   # -C, -M, -w, -N are the streams'
+                                 affinity=self.pinned(self.cpus, ctx), **costs)
+        self._control_opts = dict(mtu=self.mtu, nodelay=True, affinity=self.cpus, **costs)   # -C, -M, -w, -N: the streams'
         self._wakeup = app.get("wakeup", 0.0)
         self._syscall = app.get("syscall", 0.0)
         offsets = np.zeros(self.parallel)

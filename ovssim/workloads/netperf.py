@@ -19,6 +19,8 @@ Configured with netperf's flags (netperf(1), "Netperf Manual" section 5/6):
 * ``r``  request,response sizes for TCP_RR (``-r 1,1``);
 * ``D``  TCP_NODELAY (``-D``): off for TCP_STREAM, and on for TCP_RR by
   default here (one outstanding small request never waits for Nagle anyway);
+* ``T``  CPU binding (netperf's global ``-T lcpu,rcpu``; one CPU without a comma binds both): netperf's
+  and netserver's work on those cores of their hosts (:meth:`~ovssim.workloads.base.Workload.pinned`);
 * ``K``  congestion control (netperf's ``-K``; ``cubic``, ``bbr`` or ``reno``/``newreno``; default: the
   host's ``net.ipv4.tcp_congestion_control``).
 
@@ -42,6 +44,8 @@ latency percentiles.  Samples: ``tcp_rtt`` (ms, every RTT measurement),
 ``cwnd`` (segments, every ``cwnd_interval``, default 10 ms), ``rr_latency`` (ms).
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -74,6 +78,20 @@ def _rr_sizes(v) -> tuple[int, int]:
     return req, resp
 
 
+def _cpu_pair(v) -> tuple[tuple[int] | None, tuple[int] | None]:
+    """netperf's ``-T lcpu,rcpu`` (netsh.c, ``break_args``: one value without a comma binds both sides):
+    the local (netperf's) and remote (netserver's) CPU, each None where not bound."""
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return (v,), (v,)
+    if not isinstance(v, str) or not re.fullmatch(r"\s*\d*\s*(,\s*\d*\s*)?", v) or not v.strip(" ,"):
+        raise ValueError(f"{v!r} is not netperf's -T lcpu,rcpu (e.g. \"0,1\", \"2\" or \",1\")")
+    local, comma, remote = v.partition(",")
+    if not comma:
+        remote = local
+    side = [(int(x),) if x.strip() else None for x in (local, remote)]
+    return side[0], side[1]
+
+
 _COMMON = [
     Option("length", ("l", "length"), as_positive_time, "the test length, e.g. \"10s\""),
     Option("local_buffer", ("s", "local_buffer"), as_size, "local socket buffer in bytes, e.g. \"32k\""),
@@ -87,7 +105,10 @@ _COMMON = [
     Option("call_cost", ("call_cost",), as_time, "CPU time per send() call"),
     Option("port", ("port",), as_port, "the data connection's server port"),
     Option("cwnd_interval", ("cwnd_interval",), as_time, "how often to sample cwnd (0: never)"),
+    Option("bind", ("T", "bind"), _cpu_pair, "netperf -T: \"lcpu,rcpu\", \"lcpu,\", \",rcpu\" or one "
+           "CPU for both"),
 ]
+
 
 
 class _NetperfTcp(Workload):
@@ -98,8 +119,9 @@ class _NetperfTcp(Workload):
                  name: str | None = None, start: float = 0.0, send_cost: float | None = None,
                  recv_cost: float | None = None, call_cost: float | None = None,
                  port: int = NETPERF_DATA_PORT, mtu: int | None = None,
-                 cwnd_interval: float = 0.01):
+                 cwnd_interval: float = 0.01, bind: tuple | None = None):
         super().__init__(name)
+        self.bind = bind or (None, None)
         self.length = length
         self.local_buffer = local_buffer
         self.remote_buffer = remote_buffer
@@ -134,8 +156,9 @@ class _NetperfTcp(Workload):
                       send_byte_cost=app.get("send_per_byte", 0.0), recv_byte_cost=app.get("recv_per_byte", 0.0))
         self.client, self.server = connect(
             env, ctx.src, ctx.dst, self.port,
-            client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer),
-            server=dict(sndbuf=self.remote_buffer, rcvbuf=self.remote_buffer), **common)
+            client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer, affinity=self.pinned(self.bind[0], ctx)),
+            server=dict(sndbuf=self.remote_buffer, rcvbuf=self.remote_buffer,
+                        affinity=self.pinned(self.bind[1], ctx)), **common)
         self.client.sender.rtt_from = self.t0          # what the RTT figures cover (and keep once folded)
         if self.cwnd_interval:
             call_at(env, self.t0, lambda _: self.client.sample_cwnd(self.cwnd_interval, self.t1))
