@@ -20,6 +20,8 @@ ranking of the schedulers on each metric preserved (Spearman's rho and the pairs
 """
 from __future__ import annotations
 
+import functools
+
 import math
 from pathlib import Path
 
@@ -159,7 +161,12 @@ def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp
 def _uml_params() -> dict:
     """The scenarios' own parameters: no AF_PACKET buffers (the kernel datapath) and the instance's measured
     CPU per wake-up from idle (:func:`idle_busy`) and per system call (:func:`syscall_cost`), neither of
-    which delays a packet (ovssim/cpu/pool.py)."""
+    which delays a packet (ovssim/cpu/pool.py).  A fresh dict for each scenario; the data is read once."""
+    return dict(_measured_uml_params())
+
+
+@functools.cache
+def _measured_uml_params() -> dict:
     w, c = idle_busy(), syscall_cost()
     return {**KERNEL_DP, **({"host.idle_busy": f"{w * 1e6:.1f}us"} if w else {}),
             **({"app.syscall": f"{c * 1e6:.1f}us"} if c else {})}
