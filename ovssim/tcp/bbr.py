@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_left
-from collections import deque
 
 from ..path.cpu import flow_key
 from .congestion import CongestionControl
@@ -147,6 +146,58 @@ class RateSampler:
         return (self.delivered - d0) / interval, app, d0, (-1.0 if retrans else now - tx)
 
 
+class WindowedMax:
+    """``struct minmax`` and ``minmax_running_max`` (lib/win_minmax.c), the filter behind ``bbr_max_bw``:
+    Kathleen Nichols' windowed maximum, which keeps three samples -- the best, a 2nd choice from after the
+    first quarter of the window and a 3rd from its second half -- not every sample of the window.
+
+    * A sample at least the best, or one arriving when even the 3rd choice is older than the window, resets
+      all three to it.
+    * Otherwise it replaces the 2nd and 3rd choices if at least the 2nd, else the 3rd if at least that.
+    * The best expires only when it is *more* than ``win`` old (``dt > win``): with ``bbr_bw_rtts`` = 10 a
+      sample taken in round r holds through round r + 10 and goes at the first sample of round r + 11 (11
+      round starts; Linux's tcp_probe, four BBR streams behind HTB 20 Mbit/s, data/local/tcp_window/
+      2026-11-28-bbr5: each stream's cookie estimate falls at its 11th round start after the cookie's ACK,
+      2.59 / 2.71 / 2.75 / 2.83 s).  The 2nd choice then takes its place (and the 3rd the 2nd's, the new sample
+      the 3rd's; twice if the 2nd is out of the window too).
+    * With the best still in the window, a sample more than ``win // 4`` after it becomes the 2nd and 3rd
+      choice while the 2nd is still the best itself, and one more than ``win // 2`` after it the 3rd while the
+      3rd is the 2nd.
+    So a sample smaller than the best and taken in the first quarter of its window is forgotten, and the
+    estimate after the best expires can be lower than the window's true maximum."""
+
+    __slots__ = ("s",)
+
+    def __init__(self):
+        self.s = [(0, 0.0)] * 3          # (time, value): best, 2nd, 3rd choice (minmax_reset(.., 0, 0))
+
+    def reset(self, t: int, v: float) -> float:
+        """``minmax_reset``: all three choices are this sample."""
+        self.s = [(t, v)] * 3
+        return v
+
+    def running_max(self, win: int, t: int, v: float) -> float:
+        """``minmax_running_max`` + ``minmax_subwin_update``: take sample ``v`` at time ``t``; the best."""
+        s = self.s
+        if v >= s[0][1] or t - s[2][0] > win:
+            return self.reset(t, v)
+        new = (t, v)
+        if v >= s[1][1]:
+            s[1] = s[2] = new
+        elif v >= s[2][1]:
+            s[2] = new
+        dt = t - s[0][0]
+        if dt > win:
+            s[0], s[1], s[2] = s[1], s[2], new
+            if t - s[0][0] > win:
+                s[0], s[1], s[2] = s[1], s[2], new
+        elif s[1][0] == s[0][0] and dt > win // 4:
+            s[1] = s[2] = new
+        elif s[2][0] == s[1][0] and dt > win // 2:
+            s[2] = new
+        return s[0][1]
+
+
 class Bbr(CongestionControl):
     name = "bbr"
     sndbuf_expand = 3
@@ -164,7 +215,7 @@ class Bbr(CongestionControl):
         self.mode = STARTUP
         self.pacing_gain = HIGH_GAIN
         self.cwnd_gain = HIGH_GAIN
-        self.bw_samples: deque = deque()   # (round, bw seg/s): the windowed max filter
+        self.bw_filter = WindowedMax()     # bbr->bw: BtlBw (segments/s) over BW_RTTS rounds
         self.min_rtt = math.inf
         self.min_rtt_stamp = 0.0
         self.round_count = 0
@@ -263,7 +314,7 @@ class Bbr(CongestionControl):
     @property
     def bw(self) -> float:
         """``bbr_max_bw``: segments per second."""
-        return max((b for _, b in self.bw_samples), default=0.0)
+        return self.bw_filter.s[0][1]
 
     def _update_bw(self, rs) -> None:
         self.round_start = False
@@ -276,12 +327,7 @@ class Bbr(CongestionControl):
             self.round_start = True
             self.packet_conservation = False
         if not app or bw >= self.bw:
-            samples = self.bw_samples
-            while samples and samples[-1][1] <= bw:
-                samples.pop()
-            samples.append((self.round_count, bw))
-            while samples[0][0] <= self.round_count - BW_RTTS:
-                samples.popleft()
+            self.bw_filter.running_max(BW_RTTS, self.round_count, bw)
 
     def bdp(self, bw: float, gain: float) -> int:
         if self.min_rtt == math.inf:
