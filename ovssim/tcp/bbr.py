@@ -2,7 +2,8 @@
 
 BBR models the path by two windowed filters and sets a pacing rate and a cwnd from them:
 
-* ``BtlBw``: the maximum delivery rate over the last 10 round trips (``bbr_bw_rtts``), from
+* ``BtlBw``: the maximum delivery rate over the last 10 round trips (``bbr_bw_rtts``; lib/win_minmax.c's
+  filter, :class:`WindowedMax`: a sample holds until it is more than 10 rounds old), from
   the delivery-rate samples of ``tcp_rate.c`` (:class:`RateSampler`): delivered segments
   over ``max(send interval, ACK interval)`` of the most recently delivered segment; a
   sample shorter than min_rtt is discarded, an app-limited one only raises the max.
