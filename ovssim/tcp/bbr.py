@@ -2,7 +2,8 @@
 
 BBR models the path by two windowed filters and sets a pacing rate and a cwnd from them:
 
-* ``BtlBw``: the maximum delivery rate over the last 10 round trips (``bbr_bw_rtts``), from
+* ``BtlBw``: the maximum delivery rate over the last 10 round trips (``bbr_bw_rtts``; lib/win_minmax.c's
+  filter, :class:`WindowedMax`: a sample holds until it is more than 10 rounds old), from
   the delivery-rate samples of ``tcp_rate.c`` (:class:`RateSampler`): delivered segments
   over ``max(send interval, ACK interval)`` of the most recently delivered segment; a
   sample shorter than min_rtt is discarded, an app-limited one only raises the max.
@@ -38,11 +39,12 @@ from __future__ import annotations
 
 import math
 import random
-from collections import deque
+from bisect import bisect_left
 
 from ..path.cpu import flow_key
 from .congestion import CongestionControl
 from .defaults import INIT_CWND, MAX_TCP_HEADER
+from .rtx_queue import END, EVER_RETRANS, FLAGS, RATE, SACKED, TX, _seq_of
 
 STARTUP, DRAIN, PROBE_BW, PROBE_RTT = "startup", "drain", "probe_bw", "probe_rtt"
 BBR_UNIT = 256                   # BBR_SCALE 8: the gains are fixed-point, in 1/256
@@ -70,7 +72,21 @@ STATE_ORDER = {"open": 0, "recovery": 3, "loss": 4}
 
 
 class RateSampler:
-    """Delivery-rate samples as ``tcp_rate.c`` takes them (per segment snapshots at send)."""
+    """Delivery-rate samples as ``tcp_rate.c`` takes them: a snapshot per skb at each transmission, the sample
+    from the most recently sent skb an ACK delivers, cumulatively or by SACK.
+
+    The snapshot (``TCP_SKB_CB(skb)->tx``) lives in the skb's retransmit-queue record (``RtxQueue``'s
+    ``RATE`` field), so it is cut with the skb (``tcp_fragment`` copies it) and a retransmission takes a
+    new one (``tcp_rate_skb_sent`` runs in ``__tcp_transmit_skb`` for every transmission).  The queue calls
+    :meth:`skb_delivered` for each skb an ACK delivers -- ``tcp_sacktag_walk`` for newly SACKed skbs,
+    ``tcp_clean_rtx_queue`` for cumulatively acknowledged ones, a partly acknowledged TSO skb included (after
+    ``tcp_tso_acked`` trimmed whole segments off its head; a TBF that splits GSO skbs gets an ACK every two
+    segments, each a sample from the skb's send-time snapshot) -- and :meth:`gen` (``tcp_rate_gen``) makes
+    the ACK's sample.  A SACKed skb's snapshot is used once (``tcp_rate_skb_delivered`` zeroes its
+    ``tx.delivered_mstamp``), so its later cumulative ACK gives no second sample.  During loss recovery
+    every ACK carrying new SACK information is thus a sample, and BBR's rounds (``bbr_update_bw``: a
+    sample whose ``prior_delivered`` reaches ``next_rtt_delivered``) go on at one per round trip while
+    the cumulative ACK waits for a retransmission."""
 
     def __init__(self):
         # tp->delivered (segments): 1 once the connection is open -- the SYN, which the SYN-ACK's tcp_ack
@@ -81,51 +97,106 @@ class RateSampler:
         self.delivered_time = 0.0     # tp->delivered_mstamp
         self.first_tx_time = 0.0      # tp->first_tx_mstamp
         self.app_limited = 0          # tp->app_limited: delivered count the mark lasts until
-        # (end_seq, delivered, delivered_time, first_tx, tx_time, app_limited, seq, pcount): one per skb
-        self.snaps: deque = deque()
+        self._rs = None               # this ACK's sample so far: (snapshot, tx time, end_seq, retransmitted)
 
-    def on_send(self, sender, end: int, now: float, pcount: int = 1, start: int | None = None) -> None:
-        """``tcp_rate_skb_sent`` (new data only) for an skb ``start``..``end`` of ``pcount`` segments the
-        sender has just counted in ``packets_out``."""
-        if sender.packets_out <= pcount:   # nothing else in flight: start a fresh interval
+    def snapshot(self) -> tuple:
+        """``tcp_rate_skb_sent``'s ``tx``: (delivered, delivered_mstamp, first_tx_mstamp, is_app_limited)."""
+        return self.delivered, self.delivered_time, self.first_tx_time, self.app_limited != 0
+
+    def on_send(self, sender, seq: int, now: float, new: bool, pcount: int = 1) -> None:
+        """``tcp_rate_skb_sent`` for the skb starting at ``seq`` the sender has just sent (``new``: counted in
+        ``packets_out`` with its ``pcount`` segments; else a retransmission, which stays counted)."""
+        if new and sender.packets_out <= pcount:   # ``!tp->packets_out`` before it: a fresh interval
             self.first_tx_time = self.delivered_time = now
-        self.snaps.append((end, self.delivered, self.delivered_time, self.first_tx_time, now,
-                           self.app_limited != 0, end if start is None else start, pcount))
+        q = sender.q
+        recs = q.recs
+        i = len(recs) - 1 if new else bisect_left(recs, seq, q.head, len(recs), key=_seq_of)
+        if 0 <= i < len(recs) and recs[i][0] == seq:
+            recs[i][RATE] = self.snapshot()
 
-    def on_ack(self, snd_una: int, delivered: int, now: float, min_rtt: float, mss: int = 0):
-        """``tcp_rate_skb_delivered`` + ``tcp_rate_gen``: (rate seg/s, app_limited, prior_delivered, rtt) or None.
+    def skb_delivered(self, r) -> None:
+        """``tcp_rate_skb_delivered``: the ACK's sample is taken from the most recently sent skb it delivers
+        (``tcp_skb_sent_after``: later send time, or the same time and a higher end_seq)."""
+        tx = r[TX]
+        rs = self._rs
+        if rs is None or tx > self.first_tx_time or (tx == self.first_tx_time and r[END] > rs[2]):
+            self._rs = (r[RATE], tx, r[END], bool(r[FLAGS] & EVER_RETRANS))
+            self.first_tx_time = tx
+        if r[FLAGS] & SACKED:
+            r[RATE] = None
 
-        The sample is taken from the most recently sent skb this ACK delivered: the last one it ACKed
-        whole or, after those, a TSO skb it ACKed only in part.  ``tcp_clean_rtx_queue`` calls
-        ``tcp_rate_skb_delivered`` for a partially ACKed skb too (after ``tcp_tso_acked`` trimmed whole
-        segments off its head, before its ``if (!fully_acked) break``), and takes the RTT (``last_ackt``,
-        BBR's ``rs->rtt_us``) from it: a shaper that splits a GSO skb into segments (TBF, when the skb is
-        larger than its burst) gets an ACK every two segments, and each of them is a rate sample in Linux.
-        The skb keeps its send-time snapshot, so its remaining segments' ACKs sample from it again."""
+    def gen(self, delivered: int, now: float, min_rtt: float):
+        """``tcp_rate_gen``: (rate seg/s, app_limited, prior_delivered, rtt) or None (no valid sample).
+
+        The interval is the longer of the send phase (the sampled skb's send time since its snapshot's
+        ``first_tx_mstamp``) and the ACK phase (now since its ``delivered_mstamp``); one shorter than
+        ``tcp_min_rtt`` is discarded (ACK compression).  The RTT is the sampled skb's (-1 for a
+        retransmission: ``tcp_clean_rtx_queue`` takes no RTT from retransmitted data)."""
         self.delivered += delivered
         if delivered:
             self.delivered_time = now
         if self.app_limited and self.delivered > self.app_limited:
             self.app_limited = 0
-        last = None
-        snaps = self.snaps
-        while snaps and snaps[0][0] <= snd_una:
-            last = snaps.popleft()
-        if mss and snaps:
-            head = snaps[0]
-            end, seq, pcount = head[0], head[6], head[7]
-            # tcp_clean_rtx_queue: a one-segment skb, or one the ACK does not reach into, stops the walk;
-            # tcp_tso_acked counts the whole segments trimmed off its head (none: no sample from it)
-            if pcount > 1 and snd_una > seq and pcount - -(-(end - snd_una) // mss) > 0:
-                last = head
-        if last is None or not delivered:
+        rs, self._rs = self._rs, None
+        if rs is None or not delivered:
             return None
-        _, d0, dt0, ftx0, tx, app = last[:6]
-        self.first_tx_time = tx
+        (d0, dt0, ftx0, app), tx, _, retrans = rs
         interval = max(tx - ftx0, now - dt0)
         if interval <= 0.0 or interval < min_rtt:
             return None               # too short to trust (ACK compression)
-        return (self.delivered - d0) / interval, app, d0, now - tx
+        return (self.delivered - d0) / interval, app, d0, (-1.0 if retrans else now - tx)
+
+
+class WindowedMax:
+    """``struct minmax`` and ``minmax_running_max`` (lib/win_minmax.c), the filter behind ``bbr_max_bw``:
+    Kathleen Nichols' windowed maximum, which keeps three samples -- the best, a 2nd choice from after the
+    first quarter of the window and a 3rd from its second half -- not every sample of the window.
+
+    * A sample at least the best, or one arriving when even the 3rd choice is older than the window, resets
+      all three to it.
+    * Otherwise it replaces the 2nd and 3rd choices if at least the 2nd, else the 3rd if at least that.
+    * The best expires only when it is *more* than ``win`` old (``dt > win``): with ``bbr_bw_rtts`` = 10 a
+      sample taken in round r holds through round r + 10 and goes at the first sample of round r + 11 (11
+      round starts; Linux's tcp_probe, four BBR streams behind HTB 20 Mbit/s, data/local/tcp_window/
+      2026-11-28-bbr5: each stream's cookie estimate falls at its 11th round start after the cookie's ACK,
+      2.59 / 2.71 / 2.75 / 2.83 s).  The 2nd choice then takes its place (and the 3rd the 2nd's, the new sample
+      the 3rd's; twice if the 2nd is out of the window too).
+    * With the best still in the window, a sample more than ``win // 4`` after it becomes the 2nd and 3rd
+      choice while the 2nd is still the best itself, and one more than ``win // 2`` after it the 3rd while the
+      3rd is the 2nd.
+    So a sample smaller than the best and taken in the first quarter of its window is forgotten, and the
+    estimate after the best expires can be lower than the window's true maximum."""
+
+    __slots__ = ("s",)
+
+    def __init__(self):
+        self.s = [(0, 0.0)] * 3          # (time, value): best, 2nd, 3rd choice (minmax_reset(.., 0, 0))
+
+    def reset(self, t: int, v: float) -> float:
+        """``minmax_reset``: all three choices are this sample."""
+        self.s = [(t, v)] * 3
+        return v
+
+    def running_max(self, win: int, t: int, v: float) -> float:
+        """``minmax_running_max`` + ``minmax_subwin_update``: take sample ``v`` at time ``t``; the best."""
+        s = self.s
+        if v >= s[0][1] or t - s[2][0] > win:
+            return self.reset(t, v)
+        new = (t, v)
+        if v >= s[1][1]:
+            s[1] = s[2] = new
+        elif v >= s[2][1]:
+            s[2] = new
+        dt = t - s[0][0]
+        if dt > win:
+            s[0], s[1], s[2] = s[1], s[2], new
+            if t - s[0][0] > win:
+                s[0], s[1], s[2] = s[1], s[2], new
+        elif s[1][0] == s[0][0] and dt > win // 4:
+            s[1] = s[2] = new
+        elif s[2][0] == s[1][0] and dt > win // 2:
+            s[2] = new
+        return s[0][1]
 
 
 class Bbr(CongestionControl):
@@ -141,10 +212,11 @@ class Bbr(CongestionControl):
         s = sender
         self.rng = random.Random(self.seed if self.seed is not None else flow_key(s.sock.flow))
         self.rate = RateSampler()
+        s.q.on_delivered = self.rate.skb_delivered
         self.mode = STARTUP
         self.pacing_gain = HIGH_GAIN
         self.cwnd_gain = HIGH_GAIN
-        self.bw_samples: deque = deque()   # (round, bw seg/s): the windowed max filter
+        self.bw_filter = WindowedMax()     # bbr->bw: BtlBw (segments/s) over BW_RTTS rounds
         self.min_rtt = math.inf
         self.min_rtt_stamp = 0.0
         self.round_count = 0
@@ -213,15 +285,14 @@ class Bbr(CongestionControl):
         self.rate.app_limited = (self.rate.delivered + self.s.in_flight) or 1
 
     def on_send(self, seq: int, n: int, now: float, new: bool) -> None:
-        if new:
-            s = self.s
-            self.rate.on_send(s, seq + n, now, (n + s.mss - 1) // s.mss, seq)
+        s = self.s
+        self.rate.on_send(s, seq, now, new, (n + s.mss - 1) // s.mss)
 
     def cong_control(self, acked: int, delivered: int, now: float) -> None:
         """``bbr_main``: update the model from this ACK's rate sample, then pacing and cwnd."""
         s = self.s
         rate = self.rate
-        rs = rate.on_ack(s.snd_una, delivered, now, s.rtt.min_rtt, s.mss)     # tcp_min_rtt
+        rs = rate.gen(delivered, now, s.rtt.min_rtt)                          # tcp_min_rtt
         lost = s.lost_out - self._prev_lost
         self._prev_lost = s.lost_out
         losses = lost if lost > 0 else 0
@@ -244,7 +315,7 @@ class Bbr(CongestionControl):
     @property
     def bw(self) -> float:
         """``bbr_max_bw``: segments per second."""
-        return max((b for _, b in self.bw_samples), default=0.0)
+        return self.bw_filter.s[0][1]
 
     def _update_bw(self, rs) -> None:
         self.round_start = False
@@ -257,12 +328,7 @@ class Bbr(CongestionControl):
             self.round_start = True
             self.packet_conservation = False
         if not app or bw >= self.bw:
-            samples = self.bw_samples
-            while samples and samples[-1][1] <= bw:
-                samples.pop()
-            samples.append((self.round_count, bw))
-            while samples[0][0] <= self.round_count - BW_RTTS:
-                samples.popleft()
+            self.bw_filter.running_max(BW_RTTS, self.round_count, bw)
 
     def bdp(self, bw: float, gain: float) -> int:
         if self.min_rtt == math.inf:

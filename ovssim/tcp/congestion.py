@@ -27,6 +27,10 @@ class CongestionControl:
 
     def attach(self, sender) -> None:
         self.s = sender
+        # only a module that samples the delivery rate (BBR) keeps tcp_rate.c's per-skb snapshots
+        q = getattr(sender, "q", None)
+        if q is not None:
+            q.on_delivered = None
 
     # -- hooks -----------------------------------------------------------------
     def ssthresh(self) -> int:  # pragma: no cover - abstract

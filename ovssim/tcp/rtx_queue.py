@@ -4,8 +4,10 @@ Linux holds a socket's sent-but-unacknowledged data as skbs (``tcp_rtx_queue``, 
 skb is one node of ``tcp_skb_pcount`` segments) and the scoreboard as per-skb flags
 (``TCPCB_SACKED_ACKED``, ``TCPCB_LOST``, ``TCPCB_SACKED_RETRANS``, ``TCPCB_EVER_RETRANS``) plus the
 counters ``packets_out``, ``sacked_out``, ``lost_out`` and ``retrans_out`` in segments.  This class
-does the same with a list of records ``[seq, end, tx_time, flags, pcount]`` in sequence order
-(``recs[head:]`` outstanding), so a 64 KB skb costs one record and one step per ACK, not 44:
+does the same with a list of records ``[seq, end, tx_time, flags, pcount, rate]`` in sequence order
+(``recs[head:]`` outstanding), so a 64 KB skb costs one record and one step per ACK, not 44.  ``rate`` is
+the skb's delivery-rate snapshot (``TCP_SKB_CB(skb)->tx``, set by ``tcp_rate_skb_sent`` at each
+transmission; None when no sampler keeps one, or once a SACK has used it):
 
 * :meth:`clean` -- ``tcp_clean_rtx_queue`` (tcp_input.c): frees wholly acknowledged skbs and trims
   a partly acknowledged head (``tcp_tso_acked`` -> ``tcp_trim_head``), counters moved by pcount.
@@ -42,7 +44,7 @@ RETRANS = 4        # TCPCB_SACKED_RETRANS: a retransmission of it is in flight
 EVER_RETRANS = 8   # TCPCB_EVER_RETRANS
 
 # a record's fields
-SEQ, END, TX, FLAGS, PCOUNT = range(5)
+SEQ, END, TX, FLAGS, PCOUNT, RATE = range(6)
 
 _seq_of = itemgetter(SEQ)
 COMPACT = 1024     # drop acknowledged records from the list's front once this many have piled up
@@ -71,6 +73,9 @@ class RtxQueue:
         # (tp->tsorted_sent_queue's retransmissions: a retransmission is one segment, never split)
         self.rack_tx = -1.0
         self.retrans_sent: deque = deque()
+        # tcp_rate_skb_delivered(record): called for each skb an ACK delivers -- cumulatively (a partly
+        # acknowledged one after its trim) or newly SACKed -- that holds a rate snapshot; None: no sampler
+        self.on_delivered = None
 
     def __len__(self) -> int:
         """Outstanding skbs."""
@@ -79,7 +84,7 @@ class RtxQueue:
     def segments(self):
         """Every outstanding segment as ``(seq, end, tx_time, flags)`` (for tests and inspection)."""
         mss = self.mss
-        for seq, end, tx, f, pc in islice(self.recs, self.head, None):
+        for seq, end, tx, f, pc, _ in islice(self.recs, self.head, None):
             for j in range(pc):
                 s = seq + j * mss
                 yield s, (s + mss if j < pc - 1 else end), tx, f
@@ -87,15 +92,16 @@ class RtxQueue:
     # -- building --------------------------------------------------------------------------
     def queue(self, seq: int, end: int, now: float, pcount: int) -> None:
         """A new skb of ``pcount`` segments sent at ``now`` (``tcp_event_new_data_sent``)."""
-        self.recs.append([seq, end, now, 0, pcount])
+        self.recs.append([seq, end, now, 0, pcount, None])
         self.packets_out += pcount
 
     def _split(self, i: int, at: int) -> None:
-        """``tcp_fragment``: cut record ``i`` at ``at`` (inside it); both parts keep its flags."""
+        """``tcp_fragment``: cut record ``i`` at ``at`` (inside it); both parts keep its flags, send time and
+        rate snapshot ("Update delivered info for the new segment": ``TCP_SKB_CB(buff)->tx = ...->tx``)."""
         r = self.recs[i]
         mss = self.mss
         first = (at - r[SEQ] + mss - 1) // mss
-        self.recs.insert(i + 1, [at, r[END], r[TX], r[FLAGS], r[PCOUNT] - first])
+        self.recs.insert(i + 1, [at, r[END], r[TX], r[FLAGS], r[PCOUNT] - first, r[RATE]])
         r[END] = at
         r[PCOUNT] = first
         if self.retx_hint > i:
@@ -115,6 +121,7 @@ class RtxQueue:
         acked = sacked = spurious = 0
         first_tx = last_tx = -1.0
         karn = False
+        delivered_cb = self.on_delivered
         while h < n:
             r = recs[h]
             if r[END] > ack:
@@ -154,6 +161,8 @@ class RtxQueue:
                 if first_tx < 0.0:
                     first_tx = last_tx
             acked += pc
+            if delivered_cb is not None and r[RATE] is not None:
+                delivered_cb(r)                   # tcp_clean_rtx_queue -> tcp_rate_skb_delivered
             if part:
                 break
             h += 1
@@ -222,6 +231,8 @@ class RtxQueue:
                     top = r[SEQ] + (pc - 1) * mss
                     if top >= self.high_sacked:
                         self.high_sacked = top + 1
+                    if r[RATE] is not None and self.on_delivered is not None:
+                        self.on_delivered(r)          # tcp_sacktag_one -> tcp_rate_skb_delivered
                 if r[END] >= e:
                     break
                 i += 1
