@@ -36,6 +36,7 @@ from bisect import bisect_right
 
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
+from .buffers import tcp_skb_truesize
 from .defaults import DELACK, MAX_QUICKACKS, MAX_SACK_BLOCKS
 
 INF = float("inf")
@@ -86,6 +87,9 @@ class TcpReceiver:
         # a callable gives the delay (s) from data queued to the read that takes it
         self.read_delay = None
         self.copied_seq = 0         # tp->copied_seq (with read_delay only)
+        # sk_rmem_alloc of the in-order data not yet read (with read_delay; without it only the skb being
+        # processed): each skb's truesize as its sender built it (tcp_skb_truesize; the skb crosses veths whole)
+        self.rmem_alloc = 0
         self._read_at = INF
         self.rcv_wnd = 0            # tp->rcv_wnd: the window the last ACK advertised (with read_delay only)
         self.reader_acks = 0        # ACKs tcp_cleanup_rbuf sent after a read
@@ -141,11 +145,12 @@ class TcpReceiver:
     def _offer(self) -> int:
         """``__tcp_select_window``'s window (before ``tcp_select_window`` keeps the right edge): the free
         space, ``tcp_space`` -- the buffer's window less the unread and out-of-order data -- at most
-        ``rcv_ssthresh`` (and the clamp), in whole segments."""
+        ``rcv_ssthresh`` (and the clamp), in whole segments.  With autotuning the unread data counts by its
+        truesize (``tcp_space``: ``tcp_win_from_space(sk_rcvbuf - sk_rmem_alloc)``), as in ``tcp_grow_window``."""
         held = self.rcv_nxt - self.copied_seq + self.ofo_bytes
         auto = self.autotune
         if auto is not None:
-            free = auto.win_from_space(auto.sk_rcvbuf) - held
+            free = auto.win_from_space(auto.sk_rcvbuf - self.rmem_alloc) - self.ofo_bytes
             cap = auto.rcv_ssthresh if auto.rcv_ssthresh < auto.window_clamp else auto.window_clamp
             if free > cap:
                 free = cap
@@ -159,6 +164,7 @@ class TcpReceiver:
         """In-order data queued for the application: read at once, or at the reader's next read."""
         if self.read_delay is None:
             self.copied_seq = self.rcv_nxt
+            self.rmem_alloc = 0
         elif self._read_at == INF:
             self._read_at = now + self.read_delay()
             call_at(self.env, self._read_at, self._app_read)
@@ -172,6 +178,7 @@ class TcpReceiver:
         self._read_at = INF
         copied = self.rcv_nxt - self.copied_seq
         self.copied_seq = self.rcv_nxt
+        self.rmem_alloc = 0
         time_to_ack = self.ack_pending and self.rcv_nxt - self.rcv_wup > self.mss
         if copied > 0 and not time_to_ack:
             now_win = self.rcv_wup + self.rcv_wnd - self.rcv_nxt          # tcp_receive_window
@@ -216,11 +223,16 @@ class TcpReceiver:
             self.bytes_received += end - rcv_nxt
             if self.on_deliver is not None:
                 self.on_deliver(end - rcv_nxt, now)
-            if self.autotune is not None and self.autotune.on_data(end, end - rcv_nxt, pkt.ts_ecr, now):
+            # tcp_queue_rcv charges the skb to sk_rmem_alloc before tcp_event_data_recv -> tcp_grow_window
+            self.rmem_alloc += tcp_skb_truesize(end - rcv_nxt)
+            if self.autotune is not None and self.autotune.on_data(end, end - rcv_nxt, pkt.ts_ecr, now,
+                                                                   self.rmem_alloc):
                 self.rcvbuf = self.autotune.window()
                 self._win_at = -1           # the cached window is stale
             if self.read_delay is not None:
                 self._queued(now)
+            else:
+                self.rmem_alloc = 0         # read at once
             if self.wake_calls:
                 self._reader_calls(now)
         elif end <= rcv_nxt:
@@ -264,6 +276,7 @@ class TcpReceiver:
         if self.on_deliver is not None:
             self.on_deliver(n, now)
         if self.read_delay is not None:
+            self.rmem_alloc += tcp_skb_truesize(n)
             self._queued(now)
         if self.wake_calls:
             self._reader_calls(now)

@@ -196,3 +196,46 @@ def test_the_receiver_times_a_round_trip_once_per_echoed_timestamp_in_whole_ms()
     assert rb.rtt == pytest.approx(0.012)
     rb.on_data(5792, 1448, 0.0703, 0.0903)       # 90 - 70 = 20 ms: EWMA of 1/8
     assert rb.rtt == pytest.approx(0.012 + (0.020 - 0.012) / 8)
+
+
+def test_the_window_stops_one_unread_skb_below_the_buffer():
+    """tcp_grow_window runs after tcp_queue_rcv charged the skb to sk_rmem_alloc, and its room is
+    ``min(window_clamp, tcp_space) - rcv_ssthresh``, ``tcp_space`` = ``tcp_win_from_space(sk_rcvbuf -
+    sk_rmem_alloc)``: rcv_ssthresh stops one skb's truesize below the buffer.  Trace event tcp:tcp_rcvbuf_grow
+    on this host (bridge port's HTB 20 Mbit/s, data/local/tcp_window/2026-11-28-trace): with sk_rcvbuf 635277,
+    window_clamp 568275 and 45-segment skbs (truesize 65992) rcv_ssthresh stayed at 509243 =
+    (635277 - 65992) x 229 >> 8 for 0.27 s; a 37-segment skb (truesize 54408) then took it to 519605."""
+    rb = ReceiveBuffer(mss=1448, scaling_ratio=229 / 256)
+    rb.on_data(0, 1448, 0.0, 0.0)                  # the first data skb sets scaling_ratio
+    rb.sk_rcvbuf, rb.window_clamp, rb.rcv_ssthresh = 635277, 568275, 421888
+    for _ in range(5):
+        rb.on_data(0, 65160, 0.0, 0.0, rmem=65992)
+    assert rb.rcv_ssthresh == 509243
+    rb.on_data(0, 53576, 0.0, 0.0, rmem=54408)
+    assert abs(rb.rcv_ssthresh - 519605) <= 1
+    rb.on_data(0, 65160, 0.0, 0.0, rmem=0)        # nothing unread: up to the clamp
+    assert rb.rcv_ssthresh == 568275
+
+
+def test_a_receiver_charges_the_skb_it_processes_to_the_free_space(make_path):
+    """The receiver passes what is queued unread, this skb included (its truesize), to tcp_grow_window: a
+    bulk flow's rcv_ssthresh never passes ``tcp_win_from_space(sk_rcvbuf - truesize)`` of the skb that
+    grew it."""
+    from ovssim.tcp.buffers import tcp_skb_truesize
+    p = make_path(rate=100e6, delay=0.002, limit=1000)
+    c, s = connect(p.env, p.a, p.b, 5001, cc="cubic")
+    auto = s.receiver.autotune
+    seen = []
+    on_data = auto.on_data
+
+    def record(copied, seg_len, tsecr, now, rmem=0):
+        before = auto.rcv_ssthresh
+        grew = on_data(copied, seg_len, tsecr, now, rmem)
+        seen.append((rmem, seg_len))
+        if auto.rcv_ssthresh > before:
+            assert auto.rcv_ssthresh <= auto.win_from_space(auto.sk_rcvbuf - tcp_skb_truesize(seg_len))
+        return grew
+    auto.on_data = record
+    c.bulk(1.0)
+    p.env.run(until=1.0)
+    assert seen and all(rmem == tcp_skb_truesize(n) for rmem, n in seen)
