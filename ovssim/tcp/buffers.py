@@ -166,7 +166,6 @@ class ReceiveBuffer:
         self.rtt = 0.0                            # rcv_rtt_est.rtt_us (s)
         self.last_tsecr = 0.0                     # rcv_rtt_last_tsecr
         self.log: list[tuple[float, int, int, int]] = []   # (t, sk_rcvbuf, rcv_space, rcv_ssthresh)
-        self.grew_ssthresh = False
 
     def win_from_space(self, space: int) -> int:
         return int(space * self.ratio)
@@ -179,8 +178,7 @@ class ReceiveBuffer:
     def on_data(self, copied: int, seg_len: int, tsecr: float, now: float, rmem: int = 0,
                 read: bool = True) -> bool:
         """In-order data: ``copied`` = bytes read so far.  True when the window may have grown.
-        :attr:`grew_ssthresh` tells whether ``tcp_grow_window`` raised ``rcv_ssthresh`` (it then sets
-        ``icsk_ack.quick``).  ``read`` False leaves ``tcp_rcv_space_adjust`` to :meth:`read` (the reader's).
+        ``read`` False leaves ``tcp_rcv_space_adjust`` to :meth:`read` (the reader's).
 
         ``rmem`` is ``sk_rmem_alloc`` when ``tcp_grow_window`` runs: the truesize of the data queued and not
         yet read, this skb included (``tcp_event_data_recv`` runs after ``tcp_queue_rcv`` charged it with
@@ -208,7 +206,6 @@ class ReceiveBuffer:
             # tcp_grow_window: 2 x advmss, or twice the skb's length when a GSO/GRO skb is larger
             self.rcv_ssthresh = min(self.rcv_ssthresh + max(2 * self.mss, 2 * seg_len), self.window_clamp, space)
             grew = True
-        self.grew_ssthresh = grew
         if read and self.rtt and now - self.space_time >= self.rtt:
             grew |= self._space_adjust(copied, now)
         return grew

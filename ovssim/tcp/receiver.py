@@ -280,12 +280,15 @@ class TcpReceiver:
         the skb queued unread (``tcp_event_data_recv`` -> ``__tcp_ack_snd_check``), then the reader copies it
         (``tcp_recvmsg``: ``tcp_rcv_space_adjust``, then ``tcp_cleanup_rbuf``).
 
-        The softirq sends the ACK now in quick-ACK mode -- which ``tcp_grow_window`` enters whenever it raises
-        ``rcv_ssthresh`` (``icsk_ack.quick |= 1``) -- or, past one full segment, if the window
+        The softirq sends the ACK now in quick-ACK mode or, past one full segment, if the window
         ``__tcp_select_window`` offers now is at least the one last advertised (``tp->rcv_wnd``); that window
         is ``tcp_space`` less the unread skb's truesize, and the buffer is the one before this read's
         ``tcp_rcv_space_adjust``.  Otherwise "tcp_recvmsg() will send ACK": the read's ``tcp_cleanup_rbuf``
-        sends it (more than one segment unacknowledged) with the window after the read.  Behind the bridge
+        sends it (more than one segment unacknowledged) with the window after the read.  Not modelled:
+        ``tcp_grow_window`` also enters quick-ACK mode whenever it raises ``rcv_ssthresh`` (``icsk_ack.quick |=
+        1``), an ACK per such segment; with it the UML rows' MTU-segment flows moved away from their
+        measurements (uml-pfifo_fast's ping KS 0.07 -> 0.19, tests/collect/test_uml_validate.py), without it the
+        tcp_window rows are the same (CUBIC) or within a few points (BBR).  Behind the bridge
         port's HTB 20 Mbit/s the ACK of a 39-segment skb in slow start advertised 221184 B
         (tcp_probe, data/local/tcp_window/2026-11-28-trace: (303589 - 57304) x 229 >> 8 = 220313 aligned to
         the window scale) where the buffer's window after the read was 233262."""
@@ -293,7 +296,7 @@ class TcpReceiver:
         ack = False
         if not (self.rcv_wup == self.rcv_nxt and not self.ack_pending):
             more = self.rcv_nxt - self.rcv_wup > self.mss
-            if immediate or self.quick > 0 or auto.grew_ssthresh or (
+            if immediate or self.quick > 0 or (
                     more and auto.offer(self.rmem_alloc) >= self.rcv_wnd):
                 if self.quick > 0:
                     self.quick -= 1

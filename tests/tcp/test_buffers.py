@@ -259,7 +259,7 @@ def test_a_softirq_ack_offers_the_space_less_the_unread_skb():
 
 def test_the_softirq_acks_in_slow_start_carry_the_window_less_the_unread_skb(make_path):
     """A bulk flow of GSO skbs: every ACK the softirq sends (the skb not yet read: quick-ACK mode, or a window
-    at least the one advertised) offers at most the buffer's window less that skb's truesize, and some of them
+    at least the one advertised; __tcp_ack_snd_check) offers at most the buffer's window less that skb's truesize, and some of them
     less than rcv_ssthresh and the buffer's whole window would."""
     from ovssim.tcp.buffers import tcp_skb_truesize
     p = make_path(rate=20e6, delay=0.002, limit=1000)
