@@ -13,7 +13,9 @@ truesize, not payload):
   (``sk_stream_moderate_sndbuf`` only acts under TCP memory pressure).
 * :class:`ReceiveBuffer` -- the advertised window is ``min(rcv_ssthresh, window_clamp,
   tcp_win_from_space(free buffer))`` (``__tcp_select_window``); ``rcv_ssthresh`` grows by
-  2 x rcv_mss per in-order segment (``tcp_grow_window``); once per receiver RTT
+  2 x rcv_mss per in-order segment, or twice the skb's length, while it is below both ``window_clamp`` and
+  ``tcp_space`` -- the buffer's window less what is queued unread, the skb being processed included
+  (``tcp_grow_window``); once per receiver RTT
   (``rcv_rtt_est``, from the timestamp echo, ``tcp_rcv_rtt_measure_ts``)
   ``tcp_rcv_space_adjust`` measures the bytes copied to the application in that RTT and,
   when they grew, ``tcp_rcvbuf_grow`` (Linux >= 6.16, "DRS is always one RTT late") sets
@@ -173,8 +175,18 @@ class ReceiveBuffer:
         w = min(self.rcv_ssthresh, self.window_clamp, self.win_from_space(self.sk_rcvbuf))
         return max(w - w % self.mss, self.mss)
 
-    def on_data(self, copied: int, seg_len: int, tsecr: float, now: float) -> bool:
-        """In-order data: ``copied`` = bytes read so far.  True when the window may have grown."""
+    def on_data(self, copied: int, seg_len: int, tsecr: float, now: float, rmem: int = 0,
+                read: bool = True) -> bool:
+        """In-order data: ``copied`` = bytes read so far.  True when the window may have grown.
+        ``read`` False leaves ``tcp_rcv_space_adjust`` to :meth:`read` (the reader's).
+
+        ``rmem`` is ``sk_rmem_alloc`` when ``tcp_grow_window`` runs: the truesize of the data queued and not
+        yet read, this skb included (``tcp_event_data_recv`` runs after ``tcp_queue_rcv`` charged it with
+        ``skb_set_owner_r``; the reader copies it later, from its own context).  ``tcp_grow_window``'s room is
+        ``min(window_clamp, tcp_space(sk)) - rcv_ssthresh`` with ``tcp_space`` = ``tcp_win_from_space(sk_rcvbuf
+        - sk_backlog.len - sk_rmem_alloc)`` (include/net/tcp.h), so ``rcv_ssthresh`` stops one skb's truesize
+        below the buffer: 509243 = (635277 - 65992) x 229 >> 8 behind the bridge port's HTB 20 Mbit/s
+        (tcp:tcp_rcvbuf_grow, data/local/tcp_window/2026-11-28-trace), 65992 the truesize of a 45-segment skb."""
         if self.ratio != self.data_ratio:
             self.ratio = self.data_ratio          # tcp_measure_rcv_mss
             if not self.moderate:
@@ -189,14 +201,26 @@ class ReceiveBuffer:
                 # moves it by 1/8
                 self.rtt = m if self.rtt == 0.0 or m < self.rtt else self.rtt + (m - self.rtt) / 8
         grew = False
-        space = self.win_from_space(self.sk_rcvbuf)
+        space = self.win_from_space(self.sk_rcvbuf - rmem)        # tcp_space
         if seg_len >= 128 and self.rcv_ssthresh < self.window_clamp and self.rcv_ssthresh < space:
             # tcp_grow_window: 2 x advmss, or twice the skb's length when a GSO/GRO skb is larger
             self.rcv_ssthresh = min(self.rcv_ssthresh + max(2 * self.mss, 2 * seg_len), self.window_clamp, space)
             grew = True
-        if self.rtt and now - self.space_time >= self.rtt:
+        if read and self.rtt and now - self.space_time >= self.rtt:
             grew |= self._space_adjust(copied, now)
         return grew
+
+    def read(self, copied: int, now: float) -> bool:
+        """The reader's ``tcp_recvmsg``: ``tcp_rcv_space_adjust`` once per receiver RTT.  True if the buffer grew."""
+        if self.rtt and now - self.space_time >= self.rtt:
+            return self._space_adjust(copied, now)
+        return False
+
+    def offer(self, rmem: int) -> int:
+        """``__tcp_select_window`` with ``rmem`` (truesize) queued unread: ``tcp_space`` at most ``rcv_ssthresh``
+        and the clamp, in whole segments (before ``tcp_select_window`` keeps the right edge)."""
+        w = min(self.rcv_ssthresh, self.window_clamp, self.win_from_space(self.sk_rcvbuf - rmem))
+        return max(w - w % self.mss, 0)
 
     def _space_adjust(self, copied_seq: int, now: float) -> bool:
         """``tcp_rcv_space_adjust``: once per RTT, size the buffer for twice what was read."""

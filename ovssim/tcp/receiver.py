@@ -37,6 +37,7 @@ from bisect import bisect_right
 from ..cpu.keys import conn_key
 from ..packet import Packet, tcp_frame_size
 from ..sched import call_at
+from .buffers import tcp_skb_truesize
 from .defaults import DELACK, MAX_QUICKACKS, MAX_SACK_BLOCKS
 
 INF = float("inf")
@@ -90,6 +91,10 @@ class TcpReceiver:
         # a callable gives the delay (s) from data queued to the read that takes it
         self.read_delay = None
         self.copied_seq = 0         # tp->copied_seq (with read_delay only)
+        # sk_rmem_alloc of the in-order data not yet read (with read_delay; without it only the skb being
+        # processed): each skb's truesize as its sender built it (tcp_skb_truesize; the skb crosses veths whole)
+        self.rmem_alloc = 0
+        self._forced_win = None     # the window of the ACK being sent, when the softirq sends it (unread data)
         self._read_at = INF
         self.rcv_wnd = 0            # tp->rcv_wnd: the window the last ACK advertised (with read_delay only)
         self.reader_acks = 0        # ACKs tcp_cleanup_rbuf sent after a read
@@ -145,11 +150,12 @@ class TcpReceiver:
     def _offer(self) -> int:
         """``__tcp_select_window``'s window (before ``tcp_select_window`` keeps the right edge): the free
         space, ``tcp_space`` -- the buffer's window less the unread and out-of-order data -- at most
-        ``rcv_ssthresh`` (and the clamp), in whole segments."""
+        ``rcv_ssthresh`` (and the clamp), in whole segments.  With autotuning the unread data counts by its
+        truesize (``tcp_space``: ``tcp_win_from_space(sk_rcvbuf - sk_rmem_alloc)``), as in ``tcp_grow_window``."""
         held = self.rcv_nxt - self.copied_seq + self.ofo_bytes
         auto = self.autotune
         if auto is not None:
-            free = auto.win_from_space(auto.sk_rcvbuf) - held
+            free = auto.win_from_space(auto.sk_rcvbuf - self.rmem_alloc) - self.ofo_bytes
             cap = auto.rcv_ssthresh if auto.rcv_ssthresh < auto.window_clamp else auto.window_clamp
             if free > cap:
                 free = cap
@@ -163,6 +169,7 @@ class TcpReceiver:
         """In-order data queued for the application: read at once, or at the reader's next read."""
         if self.read_delay is None:
             self.copied_seq = self.rcv_nxt
+            self.rmem_alloc = 0
         elif self._read_at == INF:
             self._read_at = now + self.read_delay()
             call_at(self.env, self._read_at, self._app_read)
@@ -176,6 +183,7 @@ class TcpReceiver:
         self._read_at = INF
         copied = self.rcv_nxt - self.copied_seq
         self.copied_seq = self.rcv_nxt
+        self.rmem_alloc = 0
         time_to_ack = self.ack_pending and self.rcv_nxt - self.rcv_wup > self.mss
         if copied > 0 and not time_to_ack:
             now_win = self.rcv_wup + self.rcv_wnd - self.rcv_nxt          # tcp_receive_window
@@ -220,13 +228,23 @@ class TcpReceiver:
             self.bytes_received += end - rcv_nxt
             if self.on_deliver is not None:
                 self.on_deliver(end - rcv_nxt, now)
-            if self.autotune is not None and self.autotune.on_data(end, end - rcv_nxt, pkt.ts_ecr, now):
-                self.rcvbuf = self.autotune.window()
+            # tcp_queue_rcv charges the skb to sk_rmem_alloc before tcp_event_data_recv -> tcp_grow_window
+            self.rmem_alloc += tcp_skb_truesize(end - rcv_nxt)
+            auto = self.autotune
+            softirq = auto is not None and self.read_delay is None
+            if auto is not None and auto.on_data(end, end - rcv_nxt, pkt.ts_ecr, now, self.rmem_alloc,
+                                                 read=not softirq):
+                self.rcvbuf = auto.window()
                 self._win_at = -1           # the cached window is stale
             if self.read_delay is not None:
                 self._queued(now)
+            elif not softirq:
+                self.rmem_alloc = 0         # read at once
             if self.wake_calls:
                 self._reader_calls(now)
+            if softirq:
+                self._softirq_ack_then_read(immediate, now)
+                return
         elif end <= rcv_nxt:
             # a retransmission of data already here: quick-ACK mode and an ACK now
             # (tcp_data_queue -> tcp_enter_quickack_mode, tcp_send_dupack)
@@ -261,6 +279,61 @@ class TcpReceiver:
             if self._delack_ev is None:
                 self._delack_ev = call_at(self.env, self._delack_at, self._delack_fire)
 
+    def _softirq_ack_then_read(self, immediate: bool, now: float) -> None:
+        """An autotuned receiver whose reader reads at once, in Linux's order: the softirq decides the ACK with
+        the skb queued unread (``tcp_event_data_recv`` -> ``__tcp_ack_snd_check``), then the reader copies it
+        (``tcp_recvmsg``: ``tcp_rcv_space_adjust``, then ``tcp_cleanup_rbuf``).
+
+        The softirq sends the ACK now in quick-ACK mode or, past one full segment, if the window
+        ``__tcp_select_window`` offers now is at least the one last advertised (``tp->rcv_wnd``); that window
+        is ``tcp_space`` less the unread skb's truesize, and the buffer is the one before this read's
+        ``tcp_rcv_space_adjust``.  Otherwise "tcp_recvmsg() will send ACK": the read's ``tcp_cleanup_rbuf``
+        sends it (more than one segment unacknowledged) with the window after the read.  Not modelled:
+        ``tcp_grow_window`` also enters quick-ACK mode whenever it raises ``rcv_ssthresh`` (``icsk_ack.quick |=
+        1``), an ACK per such segment; with it the UML rows' MTU-segment flows moved away from their
+        measurements (uml-pfifo_fast's ping KS 0.07 -> 0.19, tests/collect/test_uml_validate.py), without it the
+        tcp_window rows are the same (CUBIC) or within a few points (BBR).  Behind the bridge
+        port's HTB 20 Mbit/s the ACK of a 39-segment skb in slow start advertised 221184 B
+        (tcp_probe, data/local/tcp_window/2026-11-28-trace: (303589 - 57304) x 229 >> 8 = 220313 aligned to
+        the window scale) where the buffer's window after the read was 233262."""
+        auto = self.autotune
+        ack = False
+        if not (self.rcv_wup == self.rcv_nxt and not self.ack_pending):
+            more = self.rcv_nxt - self.rcv_wup > self.mss
+            if immediate or self.quick > 0 or (
+                    more and auto.offer(self.rmem_alloc) >= self.rcv_wnd):
+                if self.quick > 0:
+                    self.quick -= 1
+                self._send_ack_unread(now)
+            elif more:
+                ack = True                  # left to tcp_cleanup_rbuf
+            else:
+                if not self.ack_pending:
+                    self.ack_pending = True
+                    self._delack_at = now + self.delack
+                if self._delack_ev is None:
+                    self._delack_ev = call_at(self.env, self._delack_at, self._delack_fire)
+        # the read
+        self.rmem_alloc = 0
+        if auto.read(self.rcv_nxt, now):
+            self.rcvbuf = auto.window()
+            self._win_at = -1
+        if ack:
+            self.send_ack(now)
+
+    def _send_ack_unread(self, now: float) -> None:
+        """:meth:`send_ack` with the window ``tcp_select_window`` offers while ``rmem_alloc`` is unread."""
+        win = self.autotune.offer(self.rmem_alloc) - self.ofo_bytes
+        if win < self.mss:
+            win = self.mss if win > 0 else 0
+        if self.rcv_nxt + win < self._right_edge:
+            win = self._right_edge - self.rcv_nxt
+        else:
+            self._right_edge = self.rcv_nxt + win
+        self._win_at = -1
+        self._forced_win = win
+        self.send_ack(now)
+
     def _deliver(self, new_nxt: int, now: float) -> None:
         n = new_nxt - self.rcv_nxt
         self.rcv_nxt = new_nxt
@@ -268,6 +341,7 @@ class TcpReceiver:
         if self.on_deliver is not None:
             self.on_deliver(n, now)
         if self.read_delay is not None:
+            self.rmem_alloc += tcp_skb_truesize(n)
             self._queued(now)
         if self.wake_calls:
             self._reader_calls(now)
@@ -363,8 +437,11 @@ class TcpReceiver:
         pkt.ack = self.rcv_nxt
         pkt.ts_val = now
         pkt.ts_ecr = self.ts_recent
-        pkt.rwnd = (self._win if self.rcv_nxt == self._win_at and not self.ofo_bytes
-                    and self.read_delay is None else self.window())
+        if self._forced_win is not None:
+            pkt.rwnd, self._forced_win = self._forced_win, None
+        else:
+            pkt.rwnd = (self._win if self.rcv_nxt == self._win_at and not self.ofo_bytes
+                        and self.read_delay is None else self.window())
         self.rcv_wnd = pkt.rwnd
         if self.sack and self.ofo:
             blocks = self._sack_blocks()

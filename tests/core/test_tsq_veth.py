@@ -37,14 +37,17 @@ def test_senders_behind_a_shaped_bridge_port_are_held_by_tsq_not_by_cwnd():
                 flight = s.q.packets_out
                 if flight and s.wq.write_seq > s.snd_nxt:          # data waiting unsent
                     ratios.append(flight / s.cwnd)
-                    charged.append(s.wmem_queued / flight)
+                    charged.append((flight, s.wmem_queued))
             yield env.timeout(0.05)
     env.process(sample(env))
     run_until(env, ARP_SETTLE + 3.6)
     assert len(senders) == 4 and len(ratios) > 100
     mean = sum(ratios) / len(ratios)
-    print(f"in flight / cwnd {mean:.2f}, bytes charged per segment in flight {charged[len(charged) // 2]:.0f}")
+    print(f"in flight / cwnd {mean:.2f}")
     assert 0.40 <= mean <= 0.87, mean              # within the measured samples (cwnd-limited: 1.0)
-    charged.sort()
-    assert charged[len(charged) // 2] == 2728         # each queued segment charged its own truesize: 6.1's
-    #                                                  1280-byte head + 1448, as ss -tinm showed in UML
+    # each queued segment charged its own truesize: 6.1's 1280-byte head + 1448, as ss -tinm showed in UML
+    # (skmem t = unacked x 2728); in flight and no longer charged is at most the segment or two the receiver
+    # has and not yet ACKed (its every-second-segment ACK; UML's 22 samples showed none)
+    assert all(wmem % 2728 == 0 for _, wmem in charged)
+    assert all(0 <= flight - wmem // 2728 <= 2 for flight, wmem in charged)
+    assert sum(flight == wmem // 2728 for flight, wmem in charged) > len(charged) // 3

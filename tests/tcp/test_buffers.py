@@ -69,7 +69,9 @@ def test_small_tcp_wmem_max_bounds_data_in_flight(make_path):
     rows = c.sample_windows(0.05, 3.0)
     p.env.run(until=3.0)
     assert max(r["tb"] for r in rows) == 262144
-    assert max(r["bytes_in_flight"] for r in rows) <= c.sender.sndbuf_auto.payload
+    # tcp_sendmsg_locked tests sk_stream_memory_free only before it starts a new skb: the writer may pass the
+    # buffer by at most the skb it is filling (size_goal)
+    assert max(r["bytes_in_flight"] for r in rows) <= c.sender.sndbuf_auto.payload + c.sender.size_goal()
     assert max(r["bytes_in_flight"] for r in rows) > 0.9 * c.sender.sndbuf_auto.payload
 
 
@@ -196,3 +198,87 @@ def test_the_receiver_times_a_round_trip_once_per_echoed_timestamp_in_whole_ms()
     assert rb.rtt == pytest.approx(0.012)
     rb.on_data(5792, 1448, 0.0703, 0.0903)       # 90 - 70 = 20 ms: EWMA of 1/8
     assert rb.rtt == pytest.approx(0.012 + (0.020 - 0.012) / 8)
+
+
+def test_the_window_stops_one_unread_skb_below_the_buffer():
+    """tcp_grow_window runs after tcp_queue_rcv charged the skb to sk_rmem_alloc, and its room is
+    ``min(window_clamp, tcp_space) - rcv_ssthresh``, ``tcp_space`` = ``tcp_win_from_space(sk_rcvbuf -
+    sk_rmem_alloc)``: rcv_ssthresh stops one skb's truesize below the buffer.  Trace event tcp:tcp_rcvbuf_grow
+    on this host (bridge port's HTB 20 Mbit/s, data/local/tcp_window/2026-11-28-trace): with sk_rcvbuf 635277,
+    window_clamp 568275 and 45-segment skbs (truesize 65992) rcv_ssthresh stayed at 509243 =
+    (635277 - 65992) x 229 >> 8 for 0.27 s; a 37-segment skb (truesize 54408) then took it to 519605."""
+    rb = ReceiveBuffer(mss=1448, scaling_ratio=229 / 256)
+    rb.on_data(0, 1448, 0.0, 0.0)                  # the first data skb sets scaling_ratio
+    rb.sk_rcvbuf, rb.window_clamp, rb.rcv_ssthresh = 635277, 568275, 421888
+    for _ in range(5):
+        rb.on_data(0, 65160, 0.0, 0.0, rmem=65992)
+    assert rb.rcv_ssthresh == 509243
+    rb.on_data(0, 53576, 0.0, 0.0, rmem=54408)
+    assert abs(rb.rcv_ssthresh - 519605) <= 1
+    rb.on_data(0, 65160, 0.0, 0.0, rmem=0)        # nothing unread: up to the clamp
+    assert rb.rcv_ssthresh == 568275
+
+
+def test_a_receiver_charges_the_skb_it_processes_to_the_free_space(make_path):
+    """The receiver passes what is queued unread, this skb included (its truesize), to tcp_grow_window: a
+    bulk flow's rcv_ssthresh never passes ``tcp_win_from_space(sk_rcvbuf - truesize)`` of the skb that
+    grew it."""
+    from ovssim.tcp.buffers import tcp_skb_truesize
+    p = make_path(rate=100e6, delay=0.002, limit=1000)
+    c, s = connect(p.env, p.a, p.b, 5001, cc="cubic")
+    auto = s.receiver.autotune
+    seen = []
+    on_data = auto.on_data
+
+    def record(copied, seg_len, tsecr, now, rmem=0, read=True):
+        before = auto.rcv_ssthresh
+        grew = on_data(copied, seg_len, tsecr, now, rmem, read)
+        seen.append((rmem, seg_len))
+        if auto.rcv_ssthresh > before:
+            assert auto.rcv_ssthresh <= auto.win_from_space(auto.sk_rcvbuf - tcp_skb_truesize(seg_len))
+        return grew
+    auto.on_data = record
+    c.bulk(1.0)
+    p.env.run(until=1.0)
+    assert seen and all(rmem == tcp_skb_truesize(n) for rmem, n in seen)
+
+
+def test_a_softirq_ack_offers_the_space_less_the_unread_skb():
+    """__tcp_select_window in the softirq's ACK (tcp_event_data_recv -> __tcp_ack_snd_check, before the reader
+    copies the skb and before its tcp_rcv_space_adjust): tcp_space less the unread skb's truesize.  tcp_probe
+    behind the bridge port's HTB 20 Mbit/s (data/local/tcp_window/2026-11-28-trace): the ACK of a 39-segment
+    skb (truesize 57304) in slow start, sk_rcvbuf 303589, rcv_ssthresh 233262, advertised 221184 B
+    ((303589 - 57304) x 229 >> 8 = 220313, aligned up to the window scale's 1024) -- 152 segments to the
+    sender, where the buffer's whole window would have given 161."""
+    rb = ReceiveBuffer(mss=1448, scaling_ratio=229 / 256)
+    rb.on_data(0, 1448, 0.0, 0.0)
+    rb.sk_rcvbuf, rb.window_clamp, rb.rcv_ssthresh = 303589, 271569, 233262
+    assert rb.offer(57304) // 1448 == 152
+    assert rb.offer(0) // 1448 == 161
+
+
+def test_the_softirq_acks_in_slow_start_carry_the_window_less_the_unread_skb(make_path):
+    """A bulk flow of GSO skbs: every ACK the softirq sends (the skb not yet read: quick-ACK mode, or a window
+    at least the one advertised; __tcp_ack_snd_check) offers at most the buffer's window less that skb's truesize, and some of them
+    less than rcv_ssthresh and the buffer's whole window would."""
+    from ovssim.tcp.buffers import tcp_skb_truesize
+    p = make_path(rate=20e6, delay=0.002, limit=1000)
+    p.a.gso = True
+    c, s = connect(p.env, p.a, p.b, 5001, cc="cubic")
+    r = s.receiver
+    auto = r.autotune
+    checked = []
+    send_ack = r.send_ack
+
+    def record(now):
+        unread, edge = r.rmem_alloc, r._right_edge - r.rcv_nxt
+        whole = min(auto.rcv_ssthresh, auto.window_clamp, auto.win_from_space(auto.sk_rcvbuf))
+        send_ack(now)
+        if unread:
+            less = auto.win_from_space(auto.sk_rcvbuf - unread)
+            checked.append((r.rcv_wnd <= max(less, edge), r.rcv_wnd < whole - 1448))
+    r.send_ack = record
+    c.bulk(1.0)
+    p.env.run(until=1.0)
+    assert len(checked) > 10 and all(ok for ok, _ in checked)
+    assert any(smaller for _, smaller in checked)     # the unread skb, not rcv_ssthresh, set some windows

@@ -130,8 +130,8 @@ def test_veth_orphans_must_be_true_or_false(bad):
 
 def _throttled_cuts_and_next_sends(make_path, kernel):
     """The HTB flow of :func:`_sent_skbs_and_write_queue_ends`: each skb TCP Small Queues held back
-    (its start and length: the cut to the window's quota of that moment) and the length of the
-    new-data skb that next left from that start."""
+    (its start and length: the cut to the window's quota of that moment), the length of the
+    new-data skb that next left from that start and ``tcp_tso_segs`` (bytes) when it left."""
     p, c, s = _htb_flow(make_path, kernel)
     held, pairs = {}, []
     tsq_full = s._tsq_full
@@ -145,7 +145,7 @@ def _throttled_cuts_and_next_sends(make_path, kernel):
 
     def record_send(seq, n, now, new, segs=1):
         if new and seq in held:
-            pairs.append((held.pop(seq), n))
+            pairs.append((held.pop(seq), n, s.tso_segs() * s.mss))
         transmit(seq, n, now, new, segs)
     s._tsq_full = record_check
     s._transmit = record_send
@@ -158,12 +158,15 @@ def _throttled_cuts_and_next_sends(make_path, kernel):
 def test_an_skb_cut_before_tsq_held_it_keeps_its_size_without_tcp_grow_skb(make_path, kernel):
     """tcp_write_xmit cuts the head skb (``tso_fragment``) before ``tcp_small_queue_check``: an skb TSQ
     holds back stays cut at the quota of that moment, and on 6.1 it leaves at that size however far the
-    window has opened since; ``tcp_grow_skb`` (6.10+) refills it from the next skb first."""
+    window has opened since -- cut again only when ``tcp_tso_segs`` (the pacing rate's 1 ms, which falls as
+    srtt grows) is smaller by then (``tcp_mss_split_point``'s limit, ``tso_fragment``); ``tcp_grow_skb``
+    (6.10+) refills it from the next skb first."""
     pairs = _throttled_cuts_and_next_sends(make_path, kernel)
     assert len(pairs) > 50
-    grown = sum(1 for cut, sent in pairs if sent > cut)
+    grown = sum(1 for cut, sent, _ in pairs if sent > cut)
     if kernel == (6, 1):
         assert grown == 0
-        assert sum(1 for cut, sent in pairs if sent == cut) > 0.9 * len(pairs)   # (less: a window shrunk)
+        assert all(sent == min(cut, goal) for cut, sent, goal in pairs)
+        assert sum(1 for cut, sent, _ in pairs if sent == cut) > len(pairs) // 2
     else:
         assert grown > len(pairs) // 20           # the window opened while it was held

@@ -14,8 +14,10 @@ def test_ping_window_is_probes_icmp_seq_30_to_170():
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="no data/local/tcp_window")
 def test_cubic_behind_a_bridge_port_htb_is_within_the_real_runs_spread():
-    # three real runs of HTB 20 Mbit/s, one CUBIC flow: mean RTT 717-918 ms (HyStart at cwnd 855-1256)
-    runs = measured()[("bridge", "htb", "20mbit", 1, "cubic", ())]
+    # five real runs of HTB 20 Mbit/s, one CUBIC flow: mean RTT 717-918 ms on the loaded 24-Nov machine (HyStart
+    # at cwnd 855-1256), 1002-1003 ms on the quiet 27-Nov one (HyStart at 1424, as the model's 1422)
+    key = ("bridge", "htb", "20mbit", 1, "cubic", ())
+    runs = measured()[key] + measured(DATA / "2026-11-27-quiet")[key]
     real = [r["summary"]["ping_mean_ms"] for r in runs]
     sim, = simulate(runs[0]["args"], reps=1)
     assert 0.9 * min(real) <= sim["ping_mean_ms"] <= 1.1 * max(real)
