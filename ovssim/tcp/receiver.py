@@ -272,12 +272,16 @@ class TcpReceiver:
                 self.quick -= 1
             self.send_ack(now)
         else:
-            # the delayed-ACK timer: one pending event, re-checked when it fires
-            if not self.ack_pending:
-                self.ack_pending = True
-                self._delack_at = now + self.delack
-            if self._delack_ev is None:
-                self._delack_ev = call_at(self.env, self._delack_at, self._delack_fire)
+            self._delay_ack(now)
+
+    def _delay_ack(self, now: float) -> None:
+        """The delayed-ACK timer (``inet_csk_reset_xmit_timer(ICSK_TIME_DACK)``): one pending event, re-checked
+        when it fires."""
+        if not self.ack_pending:
+            self.ack_pending = True
+            self._delack_at = now + self.delack
+        if self._delack_ev is None:
+            self._delack_ev = call_at(self.env, self._delack_at, self._delack_fire)
 
     def _softirq_ack_then_read(self, immediate: bool, now: float) -> None:
         """An autotuned receiver whose reader reads at once, in Linux's order: the softirq decides the ACK with
@@ -308,11 +312,7 @@ class TcpReceiver:
             elif more:
                 ack = True                  # left to tcp_cleanup_rbuf
             else:
-                if not self.ack_pending:
-                    self.ack_pending = True
-                    self._delack_at = now + self.delack
-                if self._delack_ev is None:
-                    self._delack_ev = call_at(self.env, self._delack_at, self._delack_fire)
+                self._delay_ack(now)
         # the read
         self.rmem_alloc = 0
         if auto.read(self.rcv_nxt, now):
