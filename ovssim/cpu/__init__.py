@@ -8,11 +8,11 @@ sleeps in ``poll()`` (ovs-vswitchd's) wakes up on.  Kernel defaults:
 :mod:`.defaults`.
 """
 from .defaults import NETDEV_MAX_BACKLOG, base_slice
-from .keys import conn_key, flow_key, pinned_key
+from .keys import conn_key, flow_key
 from .pool import CpuPool
 from .thread import THREAD_KINDS, Thread
 from .guest import GuestCpus
 from .wake import WakePlacement
 
 __all__ = ["CpuPool", "GuestCpus", "Thread", "THREAD_KINDS", "WakePlacement", "NETDEV_MAX_BACKLOG", "base_slice",
-           "conn_key", "flow_key", "pinned_key"]
+           "conn_key", "flow_key"]

@@ -43,15 +43,10 @@ def conn_key(flow) -> int:
     return k
 
 
-def pinned_key(key: int, affinity, cpu) -> int:
-    """``key`` kept within ``affinity`` (``taskset -c``'s cores; None = any) on ``cpu``'s cores: the key
+def pinned_key(key: int, affinity, cores: int) -> int:
+    """``key`` kept within ``affinity`` (``taskset -c``'s cores, each below ``cores``; None = any): the key
     itself if its core is allowed, else an allowed core picked by the key (so a pinned tool's
     connections still spread over its cores as their hashes spread them)."""
-    if affinity is None or cpu is None:
-        return key
-    bad = [c for c in affinity if not 0 <= c < cpu.cores]
-    if bad:
-        raise ValueError(f"{cpu.name}: core(s) {bad} pinned, but the host has cores 0..{cpu.cores - 1}")
-    if key % cpu.cores in affinity:
+    if affinity is None or key % cores in affinity:
         return key
     return affinity[key % len(affinity)]

@@ -179,7 +179,9 @@ class CpuPool:
         where it reads them): the key that work takes from now on (:func:`~ovssim.cpu.keys.pinned_key`).
         A connection's path work has one core on a host (:func:`~ovssim.cpu.keys.conn_key`): where both of
         its ends are pinned here, the first (the client, which connects first) places it."""
-        pinned = pinned_key(key, affinity, self)
+        if affinity is None:
+            return key
+        pinned = pinned_key(key, self._allowed(affinity, f"connection {key}"), self.cores)
         if pinned != key and key not in self.key_core:
             self.key_core[key] = pinned
         return pinned
@@ -402,11 +404,7 @@ class CpuPool:
         """Place ``thread`` on a core: within its affinity, ``key % cores`` if that core holds no
         thread yet (where its flow's softirq runs), else the core with fewest threads (the idlest,
         as select_task_rq_fair's wake-up balancing picks)."""
-        allowed = range(self.cores) if thread.affinity is None else thread.affinity
-        bad = [c for c in allowed if not 0 <= c < self.cores]
-        if bad:
-            raise ValueError(f"{self.name}: thread {thread.name} is pinned to core(s) {bad}, "
-                             f"but the host has cores 0..{self.cores - 1}")
+        allowed = self._allowed(thread.affinity, f"thread {thread.name}")
         if key is not None and key % self.cores in allowed and not self.on_core[key % self.cores]:
             core = key % self.cores
         else:
@@ -420,6 +418,17 @@ class CpuPool:
             self.hog_threads[core].append(thread)
         self.contended = any(self.hogs) or any(len(q) > 1 for q in self.on_core)
         return thread
+
+    def _allowed(self, affinity, who: str):
+        """The cores ``affinity`` (``taskset -c``'s list; None = any) lets ``who`` run on, each checked
+        against this host's."""
+        if affinity is None:
+            return range(self.cores)
+        bad = [c for c in affinity if not 0 <= c < self.cores]
+        if bad:
+            raise ValueError(f"{self.name}: {who} is pinned to core(s) {bad}, "
+                             f"but the host has cores 0..{self.cores - 1}")
+        return affinity
 
     def account(self, seconds: float, key: int | None = None, thread: Thread | None = None) -> None:
         """Count ``seconds`` of CPU as busy on the core of ``thread`` (if placed), else of ``key`` (``key %

@@ -121,12 +121,7 @@ class TcpReceiver:
         """``tcp_select_window``: free space, never moving the right edge left."""
         if self.read_delay is not None:
             self._win_at = -1               # no cached answer: unread data moves the window too
-            win = self._offer()
-            right = self.rcv_nxt + win
-            if right < self._right_edge:
-                return self._right_edge - self.rcv_nxt
-            self._right_edge = right
-            return win
+            return self._keep_right_edge(self._offer())
         if not self.ofo_bytes:
             if self.rcv_nxt == self._win_at:
                 return self._win
@@ -145,6 +140,15 @@ class TcpReceiver:
         if not self.ofo_bytes:
             self._win_at = self.rcv_nxt
             self._win = win
+        return win
+
+    def _keep_right_edge(self, win: int) -> int:
+        """``tcp_select_window``'s rule for a window ``win``: never move the right edge left (offer up to the
+        old edge instead), else advance the edge to ``rcv_nxt + win``."""
+        right = self.rcv_nxt + win
+        if right < self._right_edge:
+            return self._right_edge - self.rcv_nxt
+        self._right_edge = right
         return win
 
     def _offer(self) -> int:
@@ -326,12 +330,8 @@ class TcpReceiver:
         win = self.autotune.offer(self.rmem_alloc) - self.ofo_bytes
         if win < self.mss:
             win = self.mss if win > 0 else 0
-        if self.rcv_nxt + win < self._right_edge:
-            win = self._right_edge - self.rcv_nxt
-        else:
-            self._right_edge = self.rcv_nxt + win
         self._win_at = -1
-        self._forced_win = win
+        self._forced_win = self._keep_right_edge(win)
         self.send_ack(now)
 
     def _deliver(self, new_nxt: int, now: float) -> None:

@@ -152,7 +152,7 @@ class TcpSender:
         self.byte_cost = byte_cost    # CPU per byte copied in from user space (tcp_sendmsg_locked)
         self.cpu = cpu
         # the sending task's core: its connection's, where the softirq work of its segments runs too
-        self.cpu_key = conn_key(sock.flow) if affinity is None or cpu is None else cpu.pin(conn_key(sock.flow), affinity)
+        self.cpu_key = conn_key(sock.flow) if cpu is None else cpu.pin(conn_key(sock.flow), affinity)
         # on a host that schedules threads, the sending process is one (ovssim.cpu), first on that core
         self.app_thread = cpu.app_thread("tcp-send", self.cpu_key, affinity=affinity) if cpu is not None else None
         # run to completion (an inline_tx endpoint): the flow's core, as (its pool's free times, index,

@@ -9,6 +9,7 @@ out: patch ports flat up to 4 bridges (E003-01), veth with 4 threads below
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -173,13 +174,12 @@ THREADS_STATES = ((ROOT / "data" / "local" / "2026-11-27-quiet" / "local-threads
 
 def _threads_measured(data):
     """The campaign's ok runs with each run's core list (``cpus``: None = unpinned) from runs.jsonl."""
-    import pandas as pd
+    from ..collect.store import read_journal
     from .local import load_measured
     df = load_measured(data)
-    import json
-    with open(data / "runs.jsonl") as fh:        # as written: taskset's list is a string ("0"), not a number
-        runs = [json.loads(line) for line in fh if line.strip()]
-    cpus = {r["run_id"]: (None if r.get("cpus") is None else str(r["cpus"])) for r in runs}
+    # as the journal holds it: taskset's list is a string ("0"), which a table reader would make a number
+    cpus = {r["run_id"]: (None if r.get("cpus") is None else str(r["cpus"]))
+            for r in read_journal(data / "runs.jsonl")}
     df["cpus"] = df["run_id"].map(cpus)
     return df
 
@@ -214,7 +214,7 @@ def threads_run(runner: Runner, settings: Settings) -> TestbedResult:
             tb.notes.append(f"No {title} campaign at {data.relative_to(ROOT)}: its rows are missing.")
             continue
         df = _threads_measured(data)
-        meta = __import__("json").loads((data / "metadata.json").read_text())
+        meta = json.loads((data / "metadata.json").read_text())
         cc = meta["machine"]["tcp_sysctls"].get("net.ipv4.tcp_congestion_control", "cubic")
         cases = sorted({(int(r.chain), str(r.link), int(r.streams), r.cpus if isinstance(r.cpus, str) else None)
                         for r in df.itertuples()},

@@ -21,7 +21,6 @@ ranking of the schedulers on each metric preserved (Spearman's rho and the pairs
 from __future__ import annotations
 
 import functools
-
 import math
 from pathlib import Path
 

@@ -182,10 +182,11 @@ class IperfTcp(Workload):
         call_cost = self.call_cost if self.call_cost is not None else app.get("send_per_call", 0.0)
         costs = dict(send_cost=send_cost, recv_cost=recv_cost, call_cost=call_cost,
                      send_byte_cost=app.get("send_per_byte", 0.0), recv_byte_cost=app.get("recv_per_byte", 0.0))
+        cpus = self.pinned(self.cpus, ctx)
         self._stream_opts = dict(cc=self.cc, mtu=self.mtu, mss=self.mss, nodelay=self.nodelay,
                                  sndbuf=self.window, rcvbuf=self.window, cc_after_connect=self.cc_after_connect,
-                                 affinity=self.pinned(self.cpus, ctx), **costs)
-        self._control_opts = dict(mtu=self.mtu, nodelay=True, affinity=self.cpus, **costs)   # -C, -M, -w, -N: the streams'
+                                 affinity=cpus, **costs)
+        self._control_opts = dict(mtu=self.mtu, nodelay=True, affinity=cpus, **costs)   # -C, -M, -w, -N: the streams'
         self._wakeup = app.get("wakeup", 0.0)
         self._syscall = app.get("syscall", 0.0)
         offsets = np.zeros(self.parallel)

@@ -110,7 +110,6 @@ _COMMON = [
 ]
 
 
-
 class _NetperfTcp(Workload):
     test = ""
 

@@ -9,7 +9,7 @@ import pytest
 import simpy
 from hypothesis import given, settings, strategies as st
 
-from ovssim.cpu import CpuPool, conn_key, pinned_key
+from ovssim.cpu import CpuPool, conn_key
 from ovssim.packet import FlowKey
 from ovssim.tcp.spec import as_cpu_list
 
@@ -34,15 +34,15 @@ def test_a_pinned_key_lands_on_an_allowed_core_and_an_unpinned_one_is_unchanged(
     pool = CpuPool(simpy.Environment(), cores)
     allowed = tuple(sorted(data.draw(st.sets(st.integers(0, cores - 1), min_size=1))))
     key = conn_key(flow)
-    assert pinned_key(key, allowed, pool) % cores in allowed
-    assert pinned_key(key, None, pool) == key
+    assert pool.pin(key, allowed) % cores in allowed
+    assert pool.pin(key, None) == key
     if key % cores in allowed:
-        assert pinned_key(key, allowed, pool) == key      # an allowed core is kept, not re-hashed
+        assert pool.pin(key, allowed) == key      # an allowed core is kept, not re-hashed
 
 
 def test_pinning_to_a_core_the_host_lacks_is_refused():
     with pytest.raises(ValueError, match="cores 0..1"):
-        pinned_key(7, (2,), CpuPool(simpy.Environment(), 2))
+        CpuPool(simpy.Environment(), 2).pin(7, (2,))
 
 
 def test_netperf_T_reads_as_netperf_reads_it():
