@@ -49,19 +49,19 @@ class Workload:
     def start(self, ctx: RunContext) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def pinned(self, cpus: tuple[int, ...] | None, ctx: RunContext) -> tuple[int, ...] | None:
-        """``cpus`` (``taskset -c``: the tool's client and server on these cores), checked against the
-        cores of both endpoints' hosts.  A pinned tool's threads stay on them (where the host schedules
+    def pinned(self, cpus: tuple[int, ...] | None, ctx: RunContext, key: str = "cpus") -> tuple[int, ...] | None:
+        """``cpus`` (``taskset -c``: the tool's client and server on these cores; the tool's key ``key``),
+        checked against the cores of both endpoints' hosts.  A pinned tool's threads stay on them (where the host schedules
         threads), and so does the work keyed to its connections -- its sends' softirq work, its reads."""
         if cpus is None:
             return None
         for ep in (ctx.src, ctx.dst):
             cpu = getattr(ep, "cpu", None)
             if cpu is not None and max(cpus) >= cpu.cores:
-                raise ConfigError(f"workload {self.name}: cpus {list(cpus)} names a core that host "
+                raise ConfigError(f"workload {self.name}: {key} {list(cpus)} names a core that host "
                                   f"{cpu.name} does not have (cores 0..{cpu.cores - 1})",
-                                  key=f"workload.{self.name}.cpus",
-                                  fix=f'pin to cores 0..{cpu.cores - 1}, e.g. cpus = "0"')
+                                  key=f"workload.{self.name}.{key}",
+                                  fix=f'pin to cores 0..{cpu.cores - 1}, e.g. {key} = "0"')
         return cpus
 
     def metrics(self) -> list[Metric]:  # pragma: no cover - abstract

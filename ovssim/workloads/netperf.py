@@ -155,9 +155,9 @@ class _NetperfTcp(Workload):
                       send_byte_cost=app.get("send_per_byte", 0.0), recv_byte_cost=app.get("recv_per_byte", 0.0))
         self.client, self.server = connect(
             env, ctx.src, ctx.dst, self.port,
-            client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer, affinity=self.pinned(self.bind[0], ctx)),
+            client=dict(sndbuf=self.local_buffer, rcvbuf=self.local_buffer, affinity=self.pinned(self.bind[0], ctx, "T")),
             server=dict(sndbuf=self.remote_buffer, rcvbuf=self.remote_buffer,
-                        affinity=self.pinned(self.bind[1], ctx)), **common)
+                        affinity=self.pinned(self.bind[1], ctx, "T")), **common)
         self.client.sender.rtt_from = self.t0          # what the RTT figures cover (and keep once folded)
         if self.cwnd_interval:
             call_at(env, self.t0, lambda _: self.client.sample_cwnd(self.cwnd_interval, self.t1))

@@ -98,16 +98,18 @@ def test_a_bound_netperf_works_only_on_its_core():
     assert other < 0.01 * res["cpu_util.h.core3"]
 
 
-def test_cpus_beyond_the_host_is_one_clear_error(tmp_path):
+@pytest.mark.parametrize("tool, key", [('tool = "iperf"\nproto = "tcp"\ncpus = "1-2"', "workload.t.cpus"),
+                                       ('tool = "netperf"\ntest = "TCP_STREAM"\nT = "0,2"', "workload.t.T")])
+def test_cpus_beyond_the_host_is_one_clear_error(tmp_path, tool, key):
     sc = tmp_path / "s.toml"
     sc.write_text('[scenario]\nname = "pin"\nduration = "0.01s"\nreps = 1\n'
                   '[[host]]\nname = "h"\ncores = 2\n[[bridge]]\nname = "br"\nhost = "h"\n'
                   '[[vm]]\nname = "a"\nhost = "h"\nvif = "container-veth"\nbridge = "br"\n'
                   '[[vm]]\nname = "b"\nhost = "h"\nvif = "container-veth"\nbridge = "br"\n'
-                  '[[workload]]\nname = "t"\ntool = "iperf"\nproto = "tcp"\nfrom = "a"\nto = "b"\ncpus = "1-2"\n')
+                  f'[[workload]]\nname = "t"\nfrom = "a"\nto = "b"\n{tool}\n')
     out = subprocess.run([sys.executable, "-m", "ovssim", "run", str(sc), "--workers", "1"],
                          capture_output=True, text=True)
     assert out.returncode != 0
     assert "Traceback" not in out.stderr
     err = [line for line in out.stderr.splitlines() if line.strip()]
-    assert len(err) == 1 and "cpus" in err[0] and "cores 0..1" in err[0], out.stderr
+    assert len(err) == 1 and f"[{key}]" in err[0] and "cores 0..1" in err[0], out.stderr
