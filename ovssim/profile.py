@@ -56,6 +56,9 @@ SCHEMA: dict[str, str] = {
     "nic.rx_delay": "dist", "host.stack_delay": "dist", "host.netdev_max_backlog": "int",
     # the kernel's work answering one ICMP echo request (icmp_rcv -> icmp_reply), on the endpoint's CPU
     "host.icmp_echo": "time",
+    # the kernel's receive stack per packet delivered into an endpoint (ip_rcv -> tcp_v4_rcv / udp_rcv), CPU on
+    # the packet's connection core in the softirq that delivers it (ovssim/path/endpoint.py ReceiveStack)
+    "host.stack_cpu": "time",
     # a long-idle core's way out of its idle state, and how long idle counts as long (ovssim/cpu/pool.py)
     "host.idle_exit": "dist", "host.idle_exit_after": "time",
     # a shallower idle state for idles from host.shallow_after (0 = none) up to host.idle_exit_after
@@ -109,7 +112,7 @@ CPU_COSTS: frozenset[str] = frozenset((
     "linux_bridge.forward", "patch.translate", "patch.cpu_per_packet", "veth.cpu_per_packet", "veth.cpu_per_byte",
     "nic.cpu_per_poll", "nic.cpu_per_packet", "nic.cpu_per_byte", "gso.cpu_per_segment", "gso.cpu_per_byte",
     "app.send_per_packet", "app.recv_per_packet", "app.rr_processing", "app.send_per_call",
-    "app.send_per_byte", "app.recv_per_byte", "app.syscall", "host.cold_work", "host.icmp_echo",
+    "app.send_per_byte", "app.recv_per_byte", "app.syscall", "host.cold_work", "host.icmp_echo", "host.stack_cpu",
     *(f"vif.{k}.{c}" for k in VIF_KINDS for c in ("cpu_per_packet", "cpu_per_byte")),
     *(f"qdisc.{q}.cpu_per_packet" for q in QDISC_KINDS),
 ))

@@ -17,7 +17,7 @@ from .path.afxdp import AfxdpPort, PmdThread
 from .path.core_turns import CoreTurns
 from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
 from .path.vswitchd_loop import VswitchdLoop
-from .path.endpoint import Endpoint
+from .path.endpoint import Endpoint, ReceiveStack
 from .path.features import resolve
 from .path.gso import SoftwareGso
 from .path.linux_bridge import LinuxBridge
@@ -299,11 +299,14 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                         cpu_per_packet=profile.time(f"{vd}.cpu_per_packet"),
                         cpu_per_byte=profile.time(f"{vd}.cpu_per_byte"), lookahead=True, direction="rx",
                         name=v["name"])
-        stack = VifLatency(env, profile.sampler("host.stack_delay", rng(f"{v['name']}.stack")), ep,
+        # the receive stack's CPU per packet (host.stack_cpu, 0 = none), on the endpoint's own CPU
+        stack_cpu = profile.time("host.stack_cpu")
+        into = ReceiveStack(env, guest, ep, cpu_per_packet=stack_cpu) if stack_cpu > 0.0 else ep
+        stack = VifLatency(env, profile.sampler("host.stack_delay", rng(f"{v['name']}.stack")), into,
                            lookahead=True, stage="stack")
         rx.out = stack
         if isinstance(guest, GuestCpus):          # the guest takes the packet when its vCPU runs
-            stack.out = VcpuWake(env, guest, ep, key=lambda p: conn_key(p.flow), lookahead=True)
+            stack.out = VcpuWake(env, guest, into, key=lambda p: conn_key(p.flow), lookahead=True)
         if br.name in afxdp_members:
             _afxdp_vif(env, topo, sc, v, br, tx, rx, profile)
         else:

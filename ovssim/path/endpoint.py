@@ -41,8 +41,48 @@ sender without a qdisc of its own is never TSQ-limited.  Inside such a chain onl
 CPU work is modelled as the sender's: a latency that is not CPU work (a VIF's
 ``backend_delay``, ``host.stack_delay``) leaves the core idle until the work
 after it starts, as a wait would.
+
+:class:`ReceiveStack` (profile ``host.stack_cpu``, 0 = not modelled): the receiving kernel's IP/TCP work
+per packet delivered into the endpoint -- ``ip_rcv`` -> ``tcp_v4_rcv`` -> ``tcp_rcv_established`` for data
+(queue it, decide the ACK, wake the reader), ``tcp_ack`` for an ACK -- as CPU on the packet's connection
+core.  It runs in the softirq that delivers the packet: ``veth_xmit`` -> ``veth_forward_skb`` ->
+``__netif_rx`` queues the frame on the current CPU's backlog (drivers/net/veth.c, net/core/dev.c
+``enqueue_to_backlog``) and ``process_backlog`` -> ``__netif_receive_skb`` takes it up the stack when the
+transmit's ``local_bh_enable`` runs the softirq -- for a container, on the sending task's core.  A bridge's
+forwarding (``br_handle_frame`` -> ``br_forward``, net/bridge/br_input.c, br_forward.c) and a veth link's
+crossing are paid once per hop; this once per delivery, so a chain of bridges adds only the former.
 """
 from __future__ import annotations
+
+from .cpu import conn_key
+
+
+class ReceiveStack:
+    """``put(pkt)``: the endpoint's receive stack's CPU (``cpu_per_packet`` per skb) on the packet's
+    connection core, then ``out`` (the endpoint) with the packet's time moved to its completion."""
+
+    stage = "stack-cpu"
+
+    def __init__(self, env, cpu, out=None, *, cpu_per_packet: float):
+        self.env = env
+        self.cpu = cpu
+        self.out = out
+        self.cpu_per_packet = cpu_per_packet
+        self.packets = 0
+        self.dropped = 0
+
+    def put(self, pkt) -> None:
+        now = self.env._now
+        t = pkt.t if pkt.t > now else now
+        done = self.cpu.serve(t, self.cpu_per_packet, conn_key(pkt.flow))
+        if done is None:                # the per-CPU backlog is full (netdev_max_backlog): dropped
+            self.dropped += 1
+            if pkt.owner is not None:
+                pkt.owner.tsq_free(pkt, now)
+            return
+        self.packets += 1
+        pkt.t = done
+        self.out.put(pkt)
 
 
 class Endpoint:
