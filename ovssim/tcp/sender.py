@@ -88,11 +88,15 @@ What it models (net/ipv4/tcp_output.c, tcp_input.c, tcp_timer.c):
   (``Packet.tstamp``) and hands them over up to ~1 ms ahead.  The first 10 segments leave
   unpaced.  Send-buffer growth (``sndbuf_auto``, see buffers.py).
 
-Not modelled: MSG_MORE / TCP_CORK, ACKs held in the socket backlog while the writer owns the
-socket (lock_sock, sk_flush_backlog), tcp_mtu_probe's merging, the three-way handshake and FIN, RACK for
-original transmissions and TLP (Linux's default loss detection since 4.18: time-based, with a reordering
-window of min_rtt/4; RACK's detection of lost retransmissions is modelled, :meth:`_rack_lost_retrans`), D-SACK, the persist
-timer, slow start after idle.
+* The socket lock: on a run-to-completion endpoint a bulk writer owns its socket while its core carries what
+  it sent, and with ``write_lock`` for each ``write()``'s CPU time (:meth:`sendmsg_end`); segments arriving
+  meanwhile wait in the socket's backlog until ``release_sock`` (socket.py).
+
+Not modelled: MSG_MORE / TCP_CORK, ``sk_flush_backlog`` inside a write (every 16 new skbs),
+tcp_mtu_probe's merging, the three-way handshake and FIN, RACK for original transmissions and TLP
+(Linux's default loss detection since 4.18: time-based, with a reordering window of min_rtt/4; RACK's
+detection of lost retransmissions is modelled, :meth:`_rack_lost_retrans`), D-SACK, the persist timer,
+slow start after idle.
 """
 from __future__ import annotations
 
@@ -118,6 +122,13 @@ RTT_KEEP = 1 << 17         # RTT samples kept raw before they fold into bounded 
 
 
 class TcpSender:
+    # The writer owns the socket for each bulk write()'s CPU time (sendmsg_end; ACKs arriving meanwhile wait for
+    # release_sock).  Off by default: with this repository's profiles it moves no tcp_window value (their write
+    # costs are 0) and it moves the rows of the profiles whose app.send_per_call / send_per_byte were fitted
+    # without it (batching: 44 of 108 values, ovs-4-veth-txoff quiet throughput -3.3 % -> +41.6 %; chains 10,
+    # interim 5); set True (class-wide) to use it, and refit those costs with it.
+    write_lock = False
+
     def __init__(self, sock, *, mss: int, cc, init_cwnd: int = INIT_CWND, sndbuf: int,
                  nodelay: bool = False, sack: bool = True, timestamps: bool = True,
                  rtt: RttEstimator | None = None, app_cost: float = 0.0, call_cost: float = 0.0,
@@ -170,6 +181,7 @@ class TcpSender:
         self.snd_sml = 0            # end of the last small segment sent (Minshall)
         self.bulk_until: float | None = None
         self.write_size = mss       # bytes per send() call (netperf -m, iperf -l)
+        self.write_time = 0.0       # a bulk write()'s CPU time (see sendmsg_end)
         # the unsent skbs, built as the application writes (write_queue.py); a bulk writer's bytes
         # up to ``write_end`` enter it write by write (:meth:`_app_write`)
         self.wq = WriteQueue()
@@ -331,6 +343,7 @@ class TcpSender:
         """Keep the send buffer full (a netperf/iperf sender) until time ``until``."""
         self.bulk_until = until
         self.write_size = int(write_size) if write_size else BULK_WRITE_SIZE
+        self.write_time = self.call_cost + self.byte_cost * self.write_size     # one write()'s CPU time
         self.check_app_limited()            # the first write()
         self.push()
 
@@ -374,7 +387,8 @@ class TcpSender:
         deferral, Nagle or autocorking): one per ``write()``'s CPU time (``call_cost`` + ``byte_cost`` x
         ``write_size``), all of the buffer at once without costs.  They coalesce into the unsent tail
         and new skbs of ``size_goal``, as ``tcp_sendmsg_locked`` copies into an unsent tail.  (The model
-        charges the writes' CPU when their bytes are sent; this clock only places skb boundaries.)"""
+        charges the writes' CPU when their bytes are sent; this clock places skb boundaries and the spans for
+        which the writer owns the socket, :meth:`sendmsg_end`.)"""
         pending = self.write_end - self.wq.write_seq
         if pending <= 0:
             return
@@ -388,6 +402,33 @@ class TcpSender:
                 pending = k * self.write_size
             self._writer_next = t + k * wt
         self.wq.append(pending, self.size_goal(), self.snd_nxt)
+
+    def sendmsg_end(self, now: float) -> float | None:
+        """The end of the bulk writer's ``write()`` in progress at ``now`` on its clock (:meth:`_app_write`,
+        :meth:`_writer_catch_up`), else None.  ``tcp_sendmsg`` (net/ipv4/tcp.c) takes the socket lock for the
+        whole call -- ``lock_sock``, ``tcp_sendmsg_locked`` copies every byte of the write (and sends what it
+        may: ``tcp_push_one`` once the first skb is full, ``tcp_push`` at the end), ``release_sock`` -- so a
+        segment arriving meanwhile waits in the backlog (``tcp_v4_rcv`` -> ``tcp_add_backlog``) until the
+        write ends (``release_sock`` -> ``__release_sock``; see :meth:`TcpSocket._owned`).  A write lasts its
+        CPU time, ``call_cost`` + ``byte_cost`` x ``write_size``; a writer with bytes left to write (room in
+        the buffer) writes on, one write after another.  Zero write costs: never inside a write.  Used only with
+        ``write_lock``."""
+        end = self._writer_next
+        if end > now:
+            return end
+        if self.bulk_until is None:
+            return None
+        pending = self.write_end - self.wq.write_seq
+        if pending <= 0:
+            return None
+        wt = self.write_time
+        if wt <= 0.0:
+            return None
+        # the writes still to come, back to back from the last one placed
+        k = int((now - end) / wt) + 1
+        if (k - 1) * self.write_size >= pending:
+            return None                     # it has written everything the buffer allowed by now
+        return end + k * wt
 
     def _stall(self, now: float) -> None:
         """The sender stops with the writer free to write on (see :meth:`_writer_catch_up`)."""

@@ -177,20 +177,34 @@ class TcpSocket:
 
     # -- the socket lock ------------------------------------------------------------------
     def _owned(self, now: float) -> bool:
-        """``sock_owned_by_user`` for a bulk writer on a run-to-completion endpoint: inside its write(),
-        whose CPU time -- the copy, then the path's softirq work in its context, both under
-        ``lock_sock`` -- keeps the flow's core busy until ``free``."""
+        """``sock_owned_by_user`` for a bulk writer: on a run-to-completion endpoint while the path's softirq
+        work of what it sent, done in its context under ``lock_sock``, keeps the flow's core busy; with
+        ``TcpSender.write_lock``, also inside its ``write()`` -- ``tcp_sendmsg`` holds the socket lock from
+        ``lock_sock`` to ``release_sock`` while ``tcp_sendmsg_locked`` copies the write's bytes
+        (:meth:`TcpSender.sendmsg_end`)."""
+        if not self.use_backlog:
+            return False
         s = self.sender
         rtc = s._rtc
-        return self.use_backlog and rtc is not None and s.bulk_until is not None and rtc[0][rtc[1]] > now
+        if rtc is not None and s.bulk_until is not None and rtc[0][rtc[1]] > now:
+            return True
+        return s.write_lock and s.sendmsg_end(now) is not None
 
     def _add_backlog(self, pkt) -> None:
         """``tcp_v4_rcv`` -> ``tcp_add_backlog``: the segment waits in the socket backlog for the owner's
-        ``release_sock``, when the core is free."""
+        ``release_sock``: when the write in progress ends and the core is free."""
         self.backlog.append(pkt)
         if len(self.backlog) == 1:
-            rtc = self.sender._rtc
-            call_at(self.env, max(rtc[0][rtc[1]], self.env._now), self._release)
+            now = self.env._now
+            s = self.sender
+            t = now
+            rtc = s._rtc
+            if rtc is not None and rtc[0][rtc[1]] > t:
+                t = rtc[0][rtc[1]]
+            end = s.sendmsg_end(now) if s.write_lock else None
+            if end is not None and end > t:
+                t = end
+            call_at(self.env, t, self._release)
 
     def _release(self, _=None) -> None:
         """``release_sock`` -> ``__release_sock``: the backlog's segments in arrival order (``sk_backlog_rcv``)."""
