@@ -16,12 +16,14 @@ THREAD_KINDS = ("app", "ksoftirqd", "vhost", "netback", "ovs-handler", "ovs-reva
 class Thread:
     """One thread: its kind, the cores it may run on (``taskset``; None = any), whether it never sleeps.
 
-    The pool sets ``core`` when the thread is placed and keeps its accounting
+    The pool sets ``core`` (and ``key``, the core key of the thread's own keyed work) when the thread is
+    placed and keeps its accounting
     here: ``free`` (when its last work completes), ``ran`` (CPU seconds run),
     ``waited`` / ``wakeups`` (run-queue delay: time from wake-up to running).
     """
 
-    __slots__ = ("name", "kind", "affinity", "busy", "duty", "core", "free", "ran", "waited", "wakeups", "used")
+    __slots__ = ("name", "kind", "affinity", "busy", "duty", "core", "key", "free", "ran", "waited", "wakeups",
+                 "used")
 
     def __init__(self, name: str, kind: str = "app", *, affinity=None, busy: bool = False, duty=None):
         if kind not in THREAD_KINDS:
@@ -38,6 +40,7 @@ class Thread:
             raise ValueError(f"thread {name}: duty needs busy=True and 0 < on <= period, got {duty!r}")
         self.duty = duty
         self.core: int | None = None
+        self.key: int | None = None     # the core key of its own softirq work (its connection's), if any
         self.free = 0.0
         self.ran = 0.0
         self.waited = 0.0

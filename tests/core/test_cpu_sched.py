@@ -384,3 +384,66 @@ def test_a_thread_waking_to_a_busy_core_moves_to_an_idle_one_unless_pinned():
     assert free.core == 1 and pool.migrations == 1
     assert pool.run(pinned, t, 5e-6) == pytest.approx(pool.slice + 5e-6)  # taskset: waits on core 0
     assert pinned.core == 0
+
+
+
+CONN = 3          # a connection's core key on core 1 (3 % 2), not the datapath thread's own (1)
+
+
+def _held_core_pool():
+    """2 cores, contended (two threads share core 0); an unpinned thread homed on core 1, where a
+    run-to-completion sender runs its connection's packets as keyed work."""
+    env = simpy.Environment()
+    pool = CpuPool(env, 2)
+    ovs = pool.add_thread(Thread("ovs-vswitchd", "ovs-vswitchd"), key=1)
+    pool.add_thread(Thread("recv", "app"), key=0)
+    pool.add_thread(Thread("ctl", "app", affinity=[0]))
+    assert ovs.core == 1 and pool.contended
+    return pool, ovs
+
+
+def test_a_thread_woken_by_the_sender_running_on_its_core_runs_on_the_idle_core():
+    """select_idle_sibling (kernel/sched/fair.c): the waker's core is not idle -- the sending task that
+    queued the frame goes on running there -- so the woken thread takes the idle core, and the sender's
+    next packet does not wait for its pass."""
+    pool, ovs = _held_core_pool()
+    pool.add_sender(1)
+    t = pool.serve(0.0, 10e-6, key=CONN)               # the sender's packet, ending as it wakes the thread
+    assert pool.run(ovs, t, 20e-6) == pytest.approx(t + 20e-6)
+    assert ovs.core == 0 and pool.migrations == 1
+    assert pool.serve(t, 10e-6, key=CONN) == pytest.approx(t + 10e-6)   # the sender's next: not behind it
+
+
+def test_a_thread_woken_to_a_core_busy_with_softirq_work_moves_and_a_pinned_one_waits():
+    pool, ovs = _held_core_pool()
+    done = pool.serve(0.0, 50e-6, key=CONN)            # keyed work queued on core 1 past the wake-up
+    t = 10e-6
+    assert pool.run(ovs, t, 5e-6) == pytest.approx(t + 5e-6) and ovs.core == 0
+    pool2, _ = _held_core_pool()
+    pinned = pool2.add_thread(Thread("pinned", "app", affinity=[1]))
+    pool2.serve(0.0, 50e-6, key=CONN)
+    assert pool2.run(pinned, t, 5e-6) == pytest.approx(done + 5e-6) and pinned.core == 1
+
+
+def test_a_thread_stays_on_its_core_when_that_is_idle_or_its_own_run_goes_on():
+    pool, ovs = _held_core_pool()
+    pool.add_sender(1)
+    t = pool.serve(0.0, 10e-6, key=CONN)
+    later = t + 1e-6                                    # the core went idle before the wake-up
+    assert pool.run(ovs, later, 5e-6) == pytest.approx(later + 5e-6) and ovs.core == 1
+    # not a wake-up: its own work goes on to later + 5 us, and more of it queues there, not on core 0
+    assert pool.run(ovs, later + 1e-6, 5e-6) == pytest.approx(later + 10e-6)
+    assert ovs.core == 1 and pool.migrations == 0
+
+
+def test_a_sending_thread_stays_with_its_own_packets_and_a_woken_thread_avoids_other_senders_cores():
+    pool, ovs = _held_core_pool()
+    sender = pool.add_thread(Thread("tcp-send", "app"), key=CONN)
+    assert sender.core == 1
+    pool.add_sender(1)
+    t = pool.serve(0.0, 10e-6, key=CONN)               # its own connection's packet ends as it runs again
+    assert pool.run(sender, t, 5e-6) == pytest.approx(t + 5e-6) and sender.core == 1
+    pool.add_sender(0)                                  # core 0 idle now, but a sender's: not a refuge
+    t2 = pool.serve(t + 1e-3, 10e-6, key=CONN)
+    assert pool.run(ovs, t2, 5e-6) >= t2 + 5e-6 and ovs.core == 1      # it waits where it is
+    assert pool.migrations == 0
