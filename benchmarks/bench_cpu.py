@@ -1,74 +1,67 @@
-"""CPU package speed (issue 16): bench_core's and bench_tcp's paths with today's pool vs the pool before issue 16.
+"""CPU package speed (issue 16): what the thread scheduler costs where threads <= cores.
 
-The scheduler is meant to cost nothing where threads <= cores and nothing
-contends.  This runs (a) bench_core's UDP path (KVM guest -> VIF -> OVS -> NIC)
-and (b) bench_tcp's full thesis path, each with ``ovssim.cpu.CpuPool`` and with
-the work-conserving pool as it was before the CPU package (read from git, the
-parent of the commit that created ``ovssim/cpu/pool.py``, and loaded as a module:
-the old pool measured in the same run).  Runs alternate, ``--rounds`` each (default
-3); prints the median wall times and the ratio new / old (target <= 1.3x), with
-the load average (a shared machine: read the ratio, not the seconds).
+The scheduler is meant to cost nothing where nothing contends.  This runs the thesis testbed (seed 000's KVM +
+OVS path, 4-core hosts, built by ``ovssim.topology`` and run by ``ovssim.runner``) with (a) one iperf UDP
+stream at 95 Mbit/s and (b) bench_tcp's TCP_STREAM, each twice in alternation: with its hosts' ``schedule_threads`` off
+(the work-conserving pool: every CPU cost served on its key's core) and on (the tools' processes, vhost and
+the vCPUs as threads scheduled on the cores -- fewer threads than cores here).  Both are today's code, measured
+in the same run; prints the median wall times and the ratio on / off (target <= 1.3x) with the load average (a
+shared machine: read the ratio, not the seconds).  The simulated results differ only where placement does.
 Run: .venv/bin/python benchmarks/bench_cpu.py [--rounds N]
 """
 from __future__ import annotations
 
 import os
 import statistics
-import subprocess
 import sys
-import types
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import bench_core  # noqa: E402
 import bench_tcp  # noqa: E402
-import ovssim.topology as topology  # noqa: E402
-from ovssim.cpu import CpuPool  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def old_pool_class():
-    """``CpuPool`` as ovssim/path/cpu.py defined it before ovssim/cpu existed (from git)."""
-    git = ["git", "-C", str(ROOT)]
-    first = subprocess.run(git + ["log", "--format=%H", "--reverse", "--", "ovssim/cpu/pool.py"],
-                           capture_output=True, text=True, check=True).stdout.split()[0]
-    src = subprocess.run(git + ["show", f"{first}^:ovssim/path/cpu.py"],
-                         capture_output=True, text=True, check=True).stdout
-    mod = types.ModuleType("ovssim_old_cpu")
-    exec(compile(src, "old ovssim/path/cpu.py", "exec"), mod.__dict__)
-    # the API today's callers ask of a pool, answered as a pool without threads does
-    mod.CpuPool.run_queue_delay = lambda self: {}
-    mod.CpuPool.app_thread = lambda self, *a, **k: None
-    mod.CpuPool.schedule_threads = False
-    return mod.CpuPool
+UDP = {"name": "udp", "tool": "iperf", "proto": "udp", "from": "vm1", "to": "vm2", "b": "95mbit", "l": "1470b",
+       "t": f"{bench_tcp.DURATION}s"}
 
 
-def timed(pool_cls) -> tuple[float, float]:
-    bench_core.CpuPool = topology.CpuPool = pool_cls
-    try:
-        _, udp_wall = bench_core.bench_ovssim()
-        _, tcp_wall, *_ = bench_tcp.bench_full_path()
-    finally:
-        bench_core.CpuPool = topology.CpuPool = CpuPool
-    return udp_wall, tcp_wall
+def scenario(workload: str, threads: bool) -> dict:
+    sc = bench_tcp.thesis_scenario()
+    if workload == "udp":
+        sc["workload"] = [UDP]
+    for h in sc["host"]:
+        h["schedule_threads"] = threads
+    return sc
+
+
+def timed(workload: str, threads: bool) -> tuple[float, float]:
+    """(wall s, throughput Mbit/s) of one replication."""
+    from ovssim.profile import Profile
+    from ovssim.runner import run_replication
+    from ovssim.scenario import load_scenario
+    sc = load_scenario(scenario(workload, threads))
+    prof = Profile.load(sc.profile, relative_to=sc.base_dir)
+    t0 = time.perf_counter()
+    rows, _, _ = run_replication(sc, prof, 0, 1)
+    wall = time.perf_counter() - t0
+    thr = next((r["value"] for r in rows if r["metric"] == "throughput"), float("nan"))
+    return wall, thr
 
 
 def main() -> None:
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
-    old = old_pool_class()
-    runs = {"new": [], "old": []}
-    for _ in range(rounds):
-        runs["new"].append(timed(CpuPool))
-        runs["old"].append(timed(old))
-    print(f"load average before/after: {os.getloadavg()[0]:.2f} (1 min)")
-    for i, name in enumerate(["bench_core UDP path (a)", "bench_tcp full path (a)"]):
-        new = statistics.median(r[i] for r in runs["new"])
-        was = statistics.median(r[i] for r in runs["old"])
-        spread = max(r[i] for r in runs["new"]) - min(r[i] for r in runs["new"])
-        print(f"{name:26s}: new {new:6.3f} s  old {was:6.3f} s  ratio new/old {new / was:5.2f}x "
-              f"(target <= 1.3x; new spread {spread:.3f} s over {rounds})")
+    print(f"load average before: {os.getloadavg()[0]:.2f} (1 min)")
+    for workload, label in (("udp", "thesis path, iperf UDP (a)"), ("tcp", "thesis path, TCP_STREAM (b)")):
+        runs: dict[bool, list] = {False: [], True: []}
+        for _ in range(rounds):
+            for threads in (False, True):
+                runs[threads].append(timed(workload, threads))
+        off = statistics.median(w for w, _ in runs[False])
+        on = statistics.median(w for w, _ in runs[True])
+        print(f"{label:30s}: scheduler on {on:6.3f} s, off {off:6.3f} s, ratio on/off {on / off:5.2f}x "
+              f"(target <= 1.3x); {runs[True][0][1]:.2f} vs {runs[False][0][1]:.2f} Mbit/s")
+    print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
 
 
 if __name__ == "__main__":
