@@ -1,4 +1,4 @@
-"""OVS with AF_XDP ports on this machine (``data/local/2026-11-25-quiet/local-afxdp``, issue 18).
+"""OVS with AF_XDP ports on this machine (``data/local/2026-11-29-quiet/local-afxdp``, issue 18).
 
 The collector ran the namespace testbed's OVS (userspace netdev datapath) with its VIFs as
 ``type=afxdp`` ports -- a PMD thread busy-polls their XSK rings -- and, as the baseline, with
@@ -6,10 +6,10 @@ the default ``system`` ports (AF_PACKET), 1 bridge and chains of 2 and 4 joined 
 ports: iperf3 CUBIC and BBR with ping beside them, ping, qperf ``tcp_lat``/``udp_lat`` and
 ``udp_bw``, sockperf UDP ping-pong.
 
-Two data sets: the campaign collected on a quiet machine (25 Nov, ``QUIET``: the held-out rows and the fit)
-and the first collection, on a machine loaded by other jobs (``BUSY``, 24 Nov), kept as a second, labelled
-set of rows without a target: the model has no time-slicing of the PMD by other jobs, so those runs say
-how far a loaded host is from it, not whether the model is right.
+Data sets, the newest with a campaign's runs the fit and the held-out rows: 29 Nov (``ALONE``, quiet, one
+testbed at a time), 25 Nov (``QUIET``, quiet, every testbed kept up: 1-3 other PMDs on the PMD's core) and
+24 Nov (``BUSY``, loaded by other jobs).  The one before the newest is shown as a second, labelled set of rows
+without a target.
 
 Split: ``calibration/local_afxdp.toml`` (based on ``local_netns``, the AF_PACKET fit of the
 other campaign) fits the PMD's cost per frame, ``ovs.afxdp.per_packet``, on the **1-bridge
@@ -40,9 +40,17 @@ from .base import ROOT, Settings, TestbedResult, fit_profile, fit_summary, load_
 from .compare import Comparison, mean_ci
 from .simulate import Config, Runner
 
+# collections, newest first: 29 Nov one testbed at a time (keep_testbeds = false: the PMD alone on its core);
+# 25 Nov on a quiet machine but with every testbed kept up (1-3 other PMDs on the PMD's core); 24 Nov loaded
+ALONE = ROOT / "data" / "local" / "2026-11-29-quiet" / "local-afxdp"
 QUIET = ROOT / "data" / "local" / "2026-11-25-quiet" / "local-afxdp"
 BUSY = ROOT / "data" / "local" / "local-afxdp"
-DATA = QUIET if (QUIET / "metadata.json").is_file() else BUSY
+DATA, SECOND = next(((d, s) for d, s in ((ALONE, QUIET), (QUIET, BUSY)) if (d / "metadata.json").is_file()),
+                    (BUSY, None))
+SECOND_NOTE = {QUIET: "the 25-Nov collection on a quiet machine, made with every testbed kept up, so 1-3 other "
+                      "testbeds' PMDs shared the PMD's core (each run simulated with its own count, "
+                      "`host.pmd_core_threads`)",
+               BUSY: "the first collection of this campaign, 24 Nov, on a machine loaded by other jobs"}
 BASE_PROFILE = "local_netns"
 PORTS = {"netdev+afxdp": "afxdp", "netdev": "system"}       # the collector's datapath column -> port_type
 PING = {"tool": "ping", "c": 15, "i": "10ms"}
@@ -185,7 +193,7 @@ class _RunMix:
         return np.concatenate(parts) if parts and len(parts) == len(self.sims) else np.array([])
 
 
-def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None = BUSY) -> list[TestbedResult]:
+def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None = SECOND) -> list[TestbedResult]:
     df = load_measured(data)
     tb = TestbedResult("local_afxdp", f"Issue 18: OVS with AF_XDP ports on this machine ({shown(data)})",
                        section="afxdp")
@@ -208,16 +216,19 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None
         base_profile=BASE_PROFILE,
         description="This machine's namespace testbed with OVS AF_XDP ports: local_netns plus the PMD's cost "
                     "per frame, fitted on the 1-bridge AF_XDP iperf3 CUBIC throughput",
-        method_note=f"target: iperf3 CUBIC throughput of the 1-bridge AF_XDP runs made with {fit_n} other "
-                    "OVS testbeds' PMDs on the PMD's core (the collector kept every testbed up; simulated with "
-                    "host.pmd_core_threads = that number); sigma = std/sqrt(n) of the runs; every local_netns "
+        method_note="target: iperf3 CUBIC throughput of the 1-bridge AF_XDP runs made with "
+                    + (f"{fit_n} other OVS testbeds' PMDs on the PMD's core (the collector kept every testbed up; "
+                       "simulated with host.pmd_core_threads = that number)" if fit_n else
+                       "the PMD alone on its core (one testbed up at a time)")
+                    + "; sigma = std/sqrt(n) of the runs; every local_netns "
                     "parameter fixed, ovs.afxdp.per_batch at the default profile's",
         x0={"ovs.afxdp.per_packet": 8e-6}, max_evals=12)
     tb.profile = shown(path)
     tb.fit = fit_summary(res, path)
     tb.split = ("Fitted: `ovs.afxdp.per_packet` (the PMD's whole pass per frame) on the 1-bridge AF_XDP iperf3 "
-                f"CUBIC throughput of `{shown(data)}`, its {runs.size} runs made with {fit_n} other testbeds' PMDs "
-                "on the PMD's core (`calibration/local_afxdp.toml`, based on `local_netns`). "
+                f"CUBIC throughput of `{shown(data)}`, its {runs.size} runs made with "
+                + (f"{fit_n} other testbeds' PMDs on the PMD's core" if fit_n else "the PMD alone on its core")
+                + " (`calibration/local_afxdp.toml`, based on `local_netns`). "
                 "Held out: the chains of 2 and 4 bridges, BBR, every RTT, qperf udp_bw, the PMD's processing "
                 "cycles per packet that OVS counted (pmd-stats-show), and the `system`-port (AF_PACKET) runs, "
                 "predicted by `local_netns`, which never saw this campaign. `ovs.afxdp.per_batch` is the default "
@@ -226,11 +237,12 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None
     if busy is not None and busy.resolve() != data.resolve():
         bdf = load_measured(busy)
         if not bdf.empty:
-            # the first collection, on a loaded machine: the same predictions, shown without a target
-            _predict(tb, runner, settings, bdf, path, "busy ", None)
-            tb.notes.append(f"Rows named `busy ...`: the first collection of this campaign (`{shown(busy)}`, "
-                            "24 Nov), on a machine loaded by other jobs; shown against the same predictions, "
-                            "without a target (not counted).")
+            # an earlier collection: the same predictions (each run's own conditions), shown without a target
+            prefix = "busy " if busy == BUSY else "kept "
+            _predict(tb, runner, settings, bdf, path, prefix, None)
+            tb.notes.append(f"Rows named `{prefix}...`: {SECOND_NOTE.get(busy, 'an earlier collection')} "
+                            f"(`{shown(busy)}`); shown against the same predictions, without a target (not "
+                            "counted).")
     _figures(tb, settings)
     _notes(tb, df, data)
     return [tb]
@@ -392,8 +404,10 @@ def _notes(tb: TestbedResult, df, data: Path) -> None:
         "one pass and one EMC hit per frame whatever the chain -- measured: EMC hits = packets, no "
         "recirculation, 2 datapath flows for 1, 2 and 4 bridges. The measured means fall with the chain "
         "(AF_XDP CUBIC " + ", ".join(f"{v:.0f}" for v in by_chain.to_numpy()) + " Mbit/s for "
-        + ", ".join(str(int(c)) for c in by_chain.index) + " bridges) because of the other PMDs on the "
-        "PMD's core (next note), not of the bridges.")
+        + ", ".join(str(int(c)) for c in by_chain.index) + " bridges)"
+        + (" because of the other PMDs on the PMD's core (next note), not of the bridges."
+           if df["pmd_others"].max() > 0 else
+           ", each run with its PMD alone on its core (the collector built one testbed at a time)."))
     share = _sharing_note(df)
     if share:
         tb.notes.append(share)
@@ -405,10 +419,10 @@ def _notes(tb: TestbedResult, df, data: Path) -> None:
             "`app.wakeup` only, not `app.idle_wake`. The core the PMDs leave was idle in the AF_XDP ping runs "
             f"(the less busy core {np.median(other.to_numpy()):.2f} busy, median), so a reader woken there does "
             "leave an idle core; but with `local_netns`'s `app.idle_wake` (fitted on 24 Nov for requests far "
-            "apart) paid at that share, the lone round trips overshoot by 2x (tried: sockperf half-RTT p50 40 us "
-            "against 18-20 measured, qperf tcp_lat 0.18 ms against 0.10), so it is left out: what this campaign's "
-            "back-to-back exchanges pay to wake the reader is not known, and the lone-PMD round trip stays short "
-            "(qperf tcp_lat 51 us measured with its PMD alone, 14 simulated).")
+            "apart) paid at that share, the lone round trips overshot by 2x on the 25-Nov data (sockperf half-RTT "
+            "p50 40 us against 18-20 measured, qperf tcp_lat 0.18 ms against 0.10), so it is left out: what "
+            "back-to-back exchanges pay to wake the reader is not known, and the model's lone-PMD round trip "
+            "stays short (the tcp_lat and udp_lat rows).")
     tb.notes.append(_load_note(df))
     udp = _udp_note(df)
     if udp:
@@ -506,10 +520,12 @@ def _load_note(df) -> str:
         parts.append(f"{what} {', '.join(f'{x:.0f}' for x in v[la < 1.5])} us at load < 1.5 vs "
                      f"{np.median(v[la >= 1.5]):.0f} us median at {la[la >= 1.5].min():.1f}-{la.max():.1f}"
                      if (la < 1.5).any() and (la >= 1.5).any() else f"{what} {np.median(v):.0f} us median")
-    return ("**RTTs and the load of each run** (the collector's `loadavg_1min`): " + "; ".join(parts) + ". The "
-            "load is mostly the kept testbeds' PMDs (previous note): where other threads compete for the PMD's "
-            "core the kernel time-slices the busy-polling PMD and an AF_XDP frame waits for its next turn, which "
-            "AF_PACKET ports (woken per packet) do not.")
+    kept = df["pmd_others"].max() > 0 if "pmd_others" in df else False
+    return ("**RTTs and the load of each run** (the collector's `loadavg_1min`): " + "; ".join(parts) + ". "
+            + ("The load is mostly the kept testbeds' PMDs (previous note): " if kept else
+               "A busy-polling PMD alone keeps the load near 1: ")
+            + "where other threads compete for the PMD's core the kernel time-slices the busy-polling PMD and an "
+            "AF_XDP frame waits for its next turn, which AF_PACKET ports (woken per packet) do not.")
 
 
 WHY_BUSY = (

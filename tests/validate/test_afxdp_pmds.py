@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from ovssim.validate.afxdp import QUIET, load_measured, pmds_up
+from ovssim.validate.afxdp import ALONE, QUIET, load_measured, pmds_up
 
 pytestmark = pytest.mark.skipif(not (QUIET / "runs.jsonl").is_file(), reason="campaign data not present")
 
@@ -42,3 +42,22 @@ def test_the_system_port_runs_had_a_core_taken():
     busy0 = sel[sel["metric"] == "cpu0_busy"]["value"].to_numpy(float)
     assert busy1.size == 9 and np.all(busy1 > 0.99) and np.median(busy0) < 0.1
     assert (sel.drop_duplicates("run_id")["pmds_up"] >= 1).all()
+
+
+@pytest.mark.skipif(not (ALONE / "runs.jsonl").is_file(), reason="campaign data not present")
+def test_one_testbed_at_a_time_leaves_the_pmd_alone():
+    """The 29-Nov collection built one testbed at a time (keep_testbeds = false): every AF_XDP run had its own PMD
+    only, and a system-port ping run found both cores idle -- where on 25 Nov the kept PMDs held core 1 at 100 %."""
+    up = pmds_up(ALONE)
+    df = load_measured(ALONE)
+    kinds = df.drop_duplicates("run_id").set_index("run_id")["port_type"]
+    assert {up[r] for r in kinds[kinds == "afxdp"].index} == {1}
+    assert {up[r] for r in kinds[kinds == "system"].index} == {0}
+    assert set(df["pmd_others"]) == {0}
+    sel = df[(df["port_type"] == "system") & (df["workload"] == "ping")]
+    for core in ("cpu0_busy", "cpu1_busy"):
+        assert np.all(sel[sel["metric"] == core]["value"].to_numpy(float) < 0.1)
+    # and an AF_XDP ping run shows its PMD: one core at 100 %, the other idle
+    sel = df[(df["port_type"] == "afxdp") & (df["workload"] == "ping")]
+    busy = sel[sel["metric"].isin(["cpu0_busy", "cpu1_busy"])].groupby("run_id")["value"]
+    assert np.all(busy.max().to_numpy() > 0.99) and np.all(busy.min().to_numpy() < 0.1)
