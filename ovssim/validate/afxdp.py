@@ -47,10 +47,11 @@ QUIET = ROOT / "data" / "local" / "2026-11-25-quiet" / "local-afxdp"
 BUSY = ROOT / "data" / "local" / "local-afxdp"
 DATA, SECOND = next(((d, s) for d, s in ((ALONE, QUIET), (QUIET, BUSY)) if (d / "metadata.json").is_file()),
                     (BUSY, None))
-SECOND_NOTE = {QUIET: "the 25-Nov collection on a quiet machine, made with every testbed kept up, so 1-3 other "
-                      "testbeds' PMDs shared the PMD's core (each run simulated with its own count, "
-                      "`host.pmd_core_threads`)",
-               BUSY: "the first collection of this campaign, 24 Nov, on a machine loaded by other jobs"}
+# the second set's row prefix and what it is
+SECOND_NOTE = {QUIET: ("kept ", "the 25-Nov collection on a quiet machine, made with every testbed kept up, so 1-3 "
+                                "other testbeds' PMDs shared the PMD's core (each run simulated with its own count, "
+                                "`host.pmd_core_threads`)"),
+               BUSY: ("busy ", "the first collection of this campaign, 24 Nov, on a machine loaded by other jobs")}
 BASE_PROFILE = "local_netns"
 PORTS = {"netdev+afxdp": "afxdp", "netdev": "system"}       # the collector's datapath column -> port_type
 PING = {"tool": "ping", "c": 15, "i": "10ms"}
@@ -207,6 +208,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None
     others = _run_others(df, "afxdp", 1, FIT[0])
     fit_n = max(set(others), key=others.count) if others else 0
     fit_cfg = _config("afxdp", 1, [FIT[0]], fit_n)
+    made_with = f"{fit_n} other testbeds' PMDs on the PMD's core" if fit_n else "the PMD alone on its core"
     runs = _runs(df, "afxdp", 1, FIT[0], FIT[1], 1e-6, fit_n)
     targets = [Target.from_runs(f"{fit_cfg.label}/cubic", "throughput", runs, "Mbit/s")]
     path, res = fit_profile(
@@ -216,19 +218,17 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None
         base_profile=BASE_PROFILE,
         description="This machine's namespace testbed with OVS AF_XDP ports: local_netns plus the PMD's cost "
                     "per frame, fitted on the 1-bridge AF_XDP iperf3 CUBIC throughput",
-        method_note="target: iperf3 CUBIC throughput of the 1-bridge AF_XDP runs made with "
-                    + (f"{fit_n} other OVS testbeds' PMDs on the PMD's core (the collector kept every testbed up; "
-                       "simulated with host.pmd_core_threads = that number)" if fit_n else
-                       "the PMD alone on its core (one testbed up at a time)")
+        method_note=f"target: iperf3 CUBIC throughput of the 1-bridge AF_XDP runs made with {made_with} "
+                    + ("(the collector kept every testbed up; simulated with host.pmd_core_threads = that number)"
+                       if fit_n else "(one testbed up at a time)")
                     + "; sigma = std/sqrt(n) of the runs; every local_netns "
                     "parameter fixed, ovs.afxdp.per_batch at the default profile's",
         x0={"ovs.afxdp.per_packet": 8e-6}, max_evals=12)
     tb.profile = shown(path)
     tb.fit = fit_summary(res, path)
     tb.split = ("Fitted: `ovs.afxdp.per_packet` (the PMD's whole pass per frame) on the 1-bridge AF_XDP iperf3 "
-                f"CUBIC throughput of `{shown(data)}`, its {runs.size} runs made with "
-                + (f"{fit_n} other testbeds' PMDs on the PMD's core" if fit_n else "the PMD alone on its core")
-                + " (`calibration/local_afxdp.toml`, based on `local_netns`). "
+                f"CUBIC throughput of `{shown(data)}`, its {runs.size} runs made with {made_with} "
+                "(`calibration/local_afxdp.toml`, based on `local_netns`). "
                 "Held out: the chains of 2 and 4 bridges, BBR, every RTT, qperf udp_bw, the PMD's processing "
                 "cycles per packet that OVS counted (pmd-stats-show), and the `system`-port (AF_PACKET) runs, "
                 "predicted by `local_netns`, which never saw this campaign. `ovs.afxdp.per_batch` is the default "
@@ -238,9 +238,9 @@ def run(runner: Runner, settings: Settings, data: Path = DATA, busy: Path | None
         bdf = load_measured(busy)
         if not bdf.empty:
             # an earlier collection: the same predictions (each run's own conditions), shown without a target
-            prefix = "busy " if busy == BUSY else "kept "
+            prefix, what = SECOND_NOTE.get(busy, ("earlier ", "an earlier collection"))
             _predict(tb, runner, settings, bdf, path, prefix, None)
-            tb.notes.append(f"Rows named `{prefix}...`: {SECOND_NOTE.get(busy, 'an earlier collection')} "
+            tb.notes.append(f"Rows named `{prefix}...`: {what} "
                             f"(`{shown(busy)}`); shown against the same predictions, without a target (not "
                             "counted).")
     _figures(tb, settings)
@@ -520,7 +520,7 @@ def _load_note(df) -> str:
         parts.append(f"{what} {', '.join(f'{x:.0f}' for x in v[la < 1.5])} us at load < 1.5 vs "
                      f"{np.median(v[la >= 1.5]):.0f} us median at {la[la >= 1.5].min():.1f}-{la.max():.1f}"
                      if (la < 1.5).any() and (la >= 1.5).any() else f"{what} {np.median(v):.0f} us median")
-    kept = df["pmd_others"].max() > 0 if "pmd_others" in df else False
+    kept = df["pmd_others"].max() > 0          # load_measured's count of the other PMDs beside each run
     return ("**RTTs and the load of each run** (the collector's `loadavg_1min`): " + "; ".join(parts) + ". "
             + ("The load is mostly the kept testbeds' PMDs (previous note): " if kept else
                "A busy-polling PMD alone keeps the load near 1: ")
