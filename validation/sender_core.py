@@ -20,13 +20,12 @@ import json
 import sys
 from pathlib import Path
 
-import pandas as pd
 
 from ovssim.cpu import pool as P
 from ovssim.profile import Profile
 from ovssim.runner import run_replication
 from ovssim.scenario import load_scenario
-from ovssim.validate.local import DATA, _config, without_offloads
+from ovssim.validate.local import DATA, _config, load_measured, without_offloads
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOW = (0.11, 0.30)         # after iperf3's -O 0.1 s (the run starts ~5 ms in), before its end at ~0.305 s
@@ -36,8 +35,7 @@ CONFIGS = ((1, "-"), (2, "veth"), (4, "veth"))
 
 def measured() -> dict[int, tuple[float, float, float]]:
     """Per chain: (throughput bit/s, cpu_client, cpu_server), means over the runs."""
-    d = pd.read_csv(DATA / "results.csv.gz")
-    d = without_offloads(d)
+    d = without_offloads(load_measured(DATA))
     d = d[(d["bridge"] == "linux") & (d["qdisc"] == "none") & (d["workload"] == "tcp")]
     p = d.pivot_table(index=["run_id", "chain"], columns="metric", values="value").reset_index()
     m = p.groupby("chain")[["throughput", "cpu_client", "cpu_server"]].mean()
@@ -76,6 +74,9 @@ def main(argv: list[str]) -> None:
         a = args.pop(0)
         if a == "--profile":
             path = Path(args.pop(0))
+        elif "=" not in a:
+            sys.exit(f"sender_core.py: error: {a!r} is not KEY=VALUE -- usage: sender_core.py [--profile FILE] "
+                     "[KEY=VALUE ...], e.g. host.stack_cpu=0.5us")
         else:
             k, v = a.split("=", 1)
             try:

@@ -24,7 +24,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 def main() -> None:
     args = [a for a in sys.argv[1:] if a != "--first-only"]
     first_only = "--first-only" in sys.argv[1:]
+    usage = "usage: write_lock.py OUT/report.md [KEY=VALUE ...] [--first-only], e.g. app.send_per_call=80us"
+    if not args or args[0].startswith("-") or not args[0].endswith(".md"):
+        sys.exit(f"write_lock.py: error: the first argument must be the report to write (OUT/report.md) -- {usage}")
+    bad = [a for a in args[1:] if "=" not in a]
+    if bad:
+        sys.exit(f"write_lock.py: error: {bad[0]!r} is not KEY=VALUE -- {usage}")
     report, sets = args[0], dict(kv.split("=", 1) for kv in args[1:])
+    if first_only and "app.send_per_call" not in sets:
+        sys.exit(f"write_lock.py: error: --first-only takes the first write's length from app.send_per_call -- {usage}")
     from ovssim.tcp import sender as S
     S.TcpSender.write_lock = True
     if first_only:
