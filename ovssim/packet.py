@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .sched import call_at
+
 
 class FlowKey(NamedTuple):
     """The 5-tuple an OVS megaflow or an SFQ/FQ-CoDel hash is keyed by."""
@@ -164,6 +166,18 @@ class Packet:
 
 _SLOTS = Packet.__slots__
 _new = object.__new__
+
+
+def free_charge(owner, pkt: Packet, t: float, env, release) -> None:
+    """An skb's destructor (``tcp_wfree``, ``sock_wfree``) at ``t``: ``pkt``'s charge leaves ``owner``'s send
+    budget through ``release(pkt.wmem)``, now or at ``t`` -- once: an skb freed again is no longer charged."""
+    if pkt.owner is not owner:
+        return
+    pkt.owner = None
+    if t > env._now:
+        call_at(env, t, release, pkt.wmem)
+    else:
+        release(pkt.wmem)
 
 
 def udp_frame_size(datagram: int, vlan: bool = False) -> int:

@@ -110,6 +110,8 @@ TSO_DEFER_RECENT = 0.001
 # net.core.rmem_default = 212992: sk_rcvbuf of a socket that sets no SO_RCVBUF (a UDP receiver's; this host's
 # sysctl, the kernel's SK_RMEM_MAX default).
 RMEM_DEFAULT = 212992
+# net.core.wmem_default = 212992: sk_sndbuf of a socket that sets no SO_SNDBUF (a UDP sender's).
+WMEM_DEFAULT = 212992
 # sysctl tcp_frto = 2: F-RTO (RFC 5682, SACK-enhanced) after a retransmission timeout (tcp_enter_loss).
 FRTO = 2
 # CONFIG_HZ = 250 (/proc/config.gz on this machine)

@@ -101,7 +101,7 @@ slow start after idle.
 from __future__ import annotations
 
 from ..cpu.keys import conn_key
-from ..packet import Packet, tcp_frame_size
+from ..packet import Packet, free_charge, tcp_frame_size
 from ..sched import call_at
 from .defaults import (BULK_WRITE_SIZE, DUPTHRESH, INFINITE_SSTHRESH, INIT_CWND, MAX_REORDERING, MAX_TCP_HEADER,
                        MIN_TSO_SEGS, PACING_CA_RATIO, PACING_SHIFT, PACING_SS_RATIO,
@@ -768,13 +768,7 @@ class TcpSender:
 
     def tsq_free(self, pkt, t: float) -> None:
         """The skb ``pkt`` is freed or orphaned at ``t`` (``tcp_wfree``): its bytes leave the budget."""
-        if pkt.owner is not self:
-            return
-        pkt.owner = None
-        if t > self.env._now:
-            call_at(self.env, t, self._tsq_release, pkt.wmem)
-        else:
-            self._tsq_release(pkt.wmem)
+        free_charge(self, pkt, t, self.env, self._tsq_release)
 
     def tsq_charge(self, delta: int) -> None:
         """A device below re-charged this socket's skb by ``delta`` bytes (``tcp_gso_segment``'s

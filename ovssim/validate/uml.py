@@ -33,6 +33,7 @@ from .base import CALIBRATION, ROOT, Settings, TestbedResult, load_scenario_dict
 from .compare import Comparison, ks_distance, mean_ci, ranking_agreement
 from .load import probe_timing
 from .simulate import Config, Runner
+from . import uml_thesis
 
 DATA = ROOT / "data" / "uml" / "2026-11-24" / "uml-schedulers"
 DATAPATH = ROOT / "data" / "uml" / "2026-11-24" / "uml-datapath"
@@ -42,8 +43,9 @@ DATA_OVS = ROOT / "data" / "uml" / "2026-11-28" / "uml-schedulers-ovs"
 DATA_THIN = ROOT / "data" / "uml" / "2026-11-28" / "uml-schedulers"
 DATA_THIN_LOADED = ROOT / "data" / "uml" / "2026-11-25" / "uml-schedulers"
 DATA_OVS_LOADED = ROOT / "data" / "uml" / "2026-11-25" / "uml-schedulers-ovs"
-# the kernel datapath campaign of 2026-11-25 (its ping_first runs: first packet after a flush, held out)
-DATA_OVS_KERNEL = ROOT / "data" / "uml" / "2026-11-25" / "uml-ovs-kernel"
+# the kernel datapath campaign (its ping_first runs: first packet after a flush, held out): the 29-Nov collection
+# (one other job on the host's other core; the 24- and 25-Nov ones ran beside many, the instance's tails in ms)
+DATA_OVS_KERNEL = ROOT / "data" / "uml" / "2026-11-29" / "uml-ovs-kernel"
 # the upcall queue's depth, measured with the handlers stopped (ovssim/collect/uml/datapath.py --queue)
 QUEUE = ROOT / "data" / "uml" / "2026-11-25" / "uml-datapath" / "queue.json"
 THIN_UDP = {"b": "1mbit", "l": 1470}      # data/campaigns/uml-schedulers.toml workload "udp" (iperf2)
@@ -146,15 +148,25 @@ def _config(qdisc: str, spacing: float, start: float, bridge: str = "linux", udp
     if udp:       # the thin flow starts with the probe (the campaign's alongside_start) and lasts its window
         wls.append({"name": "udp", "from": "ns1", "to": "ns2", "start": f"{ping_at:.4f}s", "tool": "iperf",
                     "proto": "udp", **THIN_UDP, "t": f"{THIN_SECONDS:.3f}s"})
-    sc = variant(load_scenario_dict("local_netns.toml"), workloads=wls,
-                 **{"bridge.br": {"kind": bridge, "chain": 1, "link": "patch", "datapath_type": "system"},
-                    "vm.ns1": {"veth_orphans": False, "kernel": UML_KERNEL, "sysctl": UML_SYSCTLS},
-                    "vm.ns2": {"qdisc": qdisc_spec(qdisc), "veth_orphans": False, "kernel": UML_KERNEL,
-                               "sysctl": UML_SYSCTLS}, "host.local": {"cores": 1}, "params": _uml_params()})
+    sc = variant(load_scenario_dict("local_netns.toml"), workloads=wls, **uml_edits(bridge, qdisc_spec(qdisc)))
     label = (f"uml-{qdisc}" if bridge == "linux" else f"uml-{bridge}-{qdisc}") + (" +udp" if udp else "")
     sc["scenario"]["duration"] = f"{span:.3f}s"
     sc["scenario"]["name"] = label
     return Config(label, sc, {"qdisc": qdisc, "probes": n, "spacing": spacing, "start": start})
+
+
+def uml_edits(bridge: str, qdisc: dict | None, tx_offload: bool = False) -> dict:
+    """The edits (:func:`~ovssim.validate.base.variant`) that make ``local_netns.toml`` the UML instance's testbed:
+    one ``bridge`` (``"linux"`` or ``"ovs"`` on the kernel datapath), its one virtual CPU, Linux 6.1's veths that
+    keep a sent skb charged to its socket, the instance's CUBIC default and measured CPU costs (:func:`_uml_params`),
+    ``qdisc`` on the receiver's port (None: the port's default) and, with ``tx_offload``, the namespaces' transmit
+    checksumming (and so TSO) left on (the campaign's ``vm_tx_offload``)."""
+    vm = {"veth_orphans": False, "kernel": UML_KERNEL, "sysctl": UML_SYSCTLS}
+    if tx_offload:
+        vm["features"] = {"tx-checksumming": True}
+    return {"bridge.br": {"kind": bridge, "chain": 1, "link": "patch", "datapath_type": "system"},
+            "vm.ns1": dict(vm), "vm.ns2": {**vm, **({"qdisc": qdisc} if qdisc is not None else {})},
+            "host.local": {"cores": 1}, "params": _uml_params()}
 
 
 def _uml_params() -> dict:
@@ -598,7 +610,8 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
     tb.notes += miss_notes(df, rtts, summary)
     tb.notes += offset_note(cfgs, meas, sims, df)
     return ([tb] + thin_flow(runner, settings, names)
-            + kernel_datapath_schedulers(runner, settings, names) + datapath(runner, settings))
+            + kernel_datapath_schedulers(runner, settings, names) + datapath(runner, settings)
+            + uml_thesis.run(runner, settings))
 
 
 def thin_flow(runner: Runner, settings: Settings, names: list[str],
@@ -986,7 +999,7 @@ def datapath(runner: Runner, settings: Settings, data: Path = DATAPATH) -> list[
 
 
 def _first_packet_held_out(pairs: np.ndarray, data: Path = DATA_OVS_KERNEL) -> list[Comparison]:
-    """The 2026-11-25 kernel-datapath campaign's ping_first runs (flows flushed before each run, then
+    """The kernel-datapath campaign's ping_first runs (flows flushed before each run, then
     50 pings every 20 ms): its first RTT (two upcalls) and the rest's (flow cache hits), held out."""
     from ..collect.store import load_samples
     if not (data / "runs.jsonl").is_file():
@@ -1001,7 +1014,8 @@ def _first_packet_held_out(pairs: np.ndarray, data: Path = DATA_OVS_KERNEL) -> l
     for metric, meas, simv in (("first-packet RTT", first, pairs[:, 0]), ("flow-cache hit RTT", rest, pairs[:, 1])):
         y, lo, hi = mean_ci(meas)
         sm, slo, shi = mean_ci(simv)
-        rows.append(Comparison("uml_datapath", "ping_first (uml-ovs-kernel, 2026-11-25)", metric, "ms", y, lo, hi,
+        rows.append(Comparison("uml_datapath", f"ping_first (uml-ovs-kernel, {data.parent.name})", metric, "ms",
+                               y, lo, hi,
                                sm, slo, shi, "held-out", "rtt",
                                note=f"{first.size} runs ({meas.size} RTTs) / {simv.size} simulated"))
     return rows

@@ -21,6 +21,13 @@ Each message wakes its blocked reader before ``recvmsg`` returns (``sk_data_read
 ``sock_def_readable`` -> ``try_to_wake_up``, net/core/sock.c; TCP and UDP alike): the server
 answers and the client reads the reply ``app.wakeup`` later (the run's profile, default 0), so a
 closed-loop transaction pays two wake-ups, as netperf TCP_RR does (:mod:`.netperf`).
+
+Each end's own system calls lie on its messages' path: the client's send() before its message
+leaves and its recv() before it has the reply, the server's recv() and send() between the request
+and the answer -- four per transaction, ``app.syscall`` each (the run's profile, default 0: a
+user-mode-Linux instance's ptrace round trip), also booked as busy time on the caller's host.
+sockperf ping-pong makes exactly these four (strace -c inside UML, TCP and UDP:
+data/uml/2026-11-29/uml-rr; it times with the TSC, no clock calls).
 """
 from __future__ import annotations
 
@@ -74,11 +81,14 @@ class Exchange(Workload):
         self.replies_expected = 0
         self._sent_at: dict[int, float] = {}
         self.wakeup = 0.0
+        self.syscall = 0.0
 
     # -- set-up --------------------------------------------------------------------
     def start(self, ctx: RunContext) -> None:
         env = self.env = ctx.env
         self.wakeup = ctx.extra.get("app", {}).get("wakeup", 0.0)     # each reader's wake-up per message
+        self.syscall = ctx.extra.get("app", {}).get("syscall", 0.0)   # each send() and recv() on the path
+        self._cpus = (getattr(ctx.src, "cpu", None), getattr(ctx.dst, "cpu", None))
         self.t0 = max(env.now, ctx.start_at + self.start_offset)
         self.t1 = self.t0 + (self.length if self.length is not None else ctx.duration)
         if self.proto == "udp":
@@ -114,14 +124,22 @@ class Exchange(Workload):
         if want:
             self._sent_at[seq] = now
             self.replies_expected += 1
+        s = self._calls(0, 1)                       # the client's send(): its message leaves at its end
         if self.proto == "udp":
             pkt = Packet(self.flow, udp_frame_size(self.request), now, self.request, seq, kind="request")
             pkt.meta = want
-            self.src.send(pkt)
+            if s:
+                pkt.t = now + s
+                call_at(self.env, pkt.t, self.src.send, pkt)
+            else:
+                self.src.send(pkt)
         else:
             if want:
                 self._awaiting.append(seq)
-            self.client.write(self.request)
+            if s:
+                call_at(self.env, now + s, self.client.write, self.request)
+            else:
+                self.client.write(self.request)
         if self.loop == "open":
             call_at(self.env, now + 1.0 / self.mps, self._send)
 
@@ -129,7 +147,7 @@ class Exchange(Workload):
         t = self._sent_at.pop(seq, None)
         if t is None:
             return
-        now += self.wakeup                          # the client woken to read it
+        now += self.wakeup + self._calls(0, 1)      # the client woken to read it, its recv() returning
         if now <= self.t1:
             self.rtts.append(now - t)
         if self.loop == "closed":
@@ -144,7 +162,7 @@ class Exchange(Workload):
     def _server_got(self, seq: int, want, now: float) -> None:
         if not want:
             return
-        now += self.wakeup                          # the server woken to read the request
+        now += self.wakeup + self._calls(1, 2)      # the server woken to read the request; recv(), send()
         pkt = Packet(self.rflow, udp_frame_size(self.response), now, self.response, seq, kind="response")
         pkt.t = now
         self.dst.send(pkt)
@@ -157,8 +175,9 @@ class Exchange(Workload):
             self._srv_seq += 1
             if not self._wants_reply(seq):
                 continue
-            if self.wakeup:                             # the server woken to read the request
-                call_at(self.env, now + self.wakeup, self.server.write, self.response)
+            delay = self.wakeup + self._calls(1, 2)     # the server woken to read the request; recv(), send()
+            if delay:
+                call_at(self.env, now + delay, self.server.write, self.response)
             else:
                 self.server.write(self.response)
 
@@ -167,6 +186,16 @@ class Exchange(Workload):
         while self._cli_have >= self.response and self._awaiting:
             self._cli_have -= self.response
             self._reply(self._awaiting.pop(0), now)
+
+    def _calls(self, end: int, n: int) -> float:
+        """``n`` system calls of the client (``end`` 0) or the server (1): their time on the message's path,
+        booked as busy time on that end's host."""
+        if not self.syscall:
+            return 0.0
+        cpu = self._cpus[end]
+        if cpu is not None:
+            cpu.account(n * self.syscall)
+        return n * self.syscall
 
     # -- results ---------------------------------------------------------------------------
     def lost_messages(self) -> int:

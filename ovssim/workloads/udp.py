@@ -57,12 +57,11 @@ from ..distributions import Sampler
 from ..errors import ConfigError
 from ..metrics import DelayStats, JitterEstimator
 from ..steady import MeanAbsDiff
-from ..distributions import Sampler
-from ..packet import ETH_HEADER, IPV4_HEADER, UDP_HEADER, FlowKey, Packet, udp_frame_size
+from ..packet import ETH_HEADER, IPV4_HEADER, UDP_HEADER, FlowKey, Packet, free_charge, udp_frame_size
 from ..path.afpacket import SockBuf, truesize
 from ..path.cpu import conn_key
 from ..sched import FIRE, call_at, schedule
-from ..tcp.defaults import RMEM_DEFAULT
+from ..tcp.defaults import RMEM_DEFAULT, WMEM_DEFAULT
 from .base import Metric, RunContext, Workload
 
 IPERF_PORT = 5001
@@ -143,6 +142,49 @@ class Reassembly:
 # (28 Nov, idle) took 32.4 us one way at the median and 42.1 at the 90th percentile, against 6.9 / 8.8 us with
 # both ends on one core: wake-ups of ~25.5 / 35 us, a lognormal of shape ln(35 / 25.5) / 1.2816 = 0.25
 READER_WAKE_SHAPE = 0.25
+
+
+class UdpSendBuffer:
+    """A UDP socket's send buffer on a path that keeps its skbs charged (``Endpoint.tsq``: a veth that does not
+    orphan, as Linux 6.1's; a VM's virtio-net until the backend consumed the skb; a qdisc on the sender's own
+    device).  Each datagram's skb is charged its truesize (``skb_set_owner_w`` in ``sock_alloc_send_pskb``) until
+    it is freed or orphaned below (the path's elements call :meth:`tsq_free`, as for TCP); ``sendmsg`` blocks
+    while the charge is at ``sk_sndbuf`` or more (``sock_alloc_send_pskb`` -> ``sock_wait_for_wmem``,
+    net/core/sock.c) and the writer is woken once it has fallen to half (``sock_def_write_space``:
+    ``sk_wmem_alloc << 1 <= sk_sndbuf``).  So a sender faster than a shaper further on is held to the shaper's
+    rate with no loss, where an orphaning path drops the excess at the shaper's queue."""
+
+    __slots__ = ("env", "limit", "alloc", "waiter", "blocked")
+
+    def __init__(self, env, limit: int = WMEM_DEFAULT):
+        self.env, self.limit = env, limit
+        self.alloc = 0
+        self.waiter = None          # the sender's timer, re-armed at the wake-up
+        self.blocked = 0            # how often sendmsg blocked
+
+    def charge(self, pkt) -> None:
+        pkt.owner = self
+        pkt.wmem = truesize(pkt.size)
+        self.alloc += pkt.wmem
+
+    def wait(self, timer) -> None:
+        self.blocked += 1
+        self.waiter = timer
+
+    def tsq_free(self, pkt, t: float) -> None:
+        """``sock_wfree``: the skb ``pkt`` is freed or orphaned at ``t``."""
+        free_charge(self, pkt, t, self.env, self._release)
+
+    def tsq_charge(self, delta: int) -> None:
+        self.alloc += delta
+
+    def _release(self, nbytes: int) -> None:
+        self.alloc -= nbytes
+        timer = self.waiter
+        if timer is not None and 2 * self.alloc <= self.limit:
+            self.waiter = None
+            timer.callbacks = FIRE
+            schedule(self.env, self.env._now, timer)
 
 
 class _Server:
@@ -250,6 +292,8 @@ class IperfUdp(Workload):
         # and the host CPU of the server's and the client's system calls per datagram (app.syscall; 0: none)
         syscall = ctx.extra.get("app", {}).get("syscall", 0.0)
         self._recv += [self.SERVER_CALLS * syscall, self.CLIENT_CALLS * syscall]
+        # a path that keeps the skbs charged fills the socket's send buffer and blocks sendmsg (UdpSendBuffer)
+        self.sndbuf = UdpSendBuffer(self.env) if getattr(ctx.src, "tsq", False) else None
         # the timer's Call is its own argument, so _send can re-arm it (no new object per
         # datagram, and no extra attribute: 30 would cost CPython's fast attribute access)
         timer = call_at(self.env, self.t0, self._send)
@@ -260,8 +304,14 @@ class IperfUdp(Workload):
         now = env._now
         if now >= self.t_end - 1e-12:
             return
+        buf = self.sndbuf
+        if buf is not None and buf.alloc >= buf.limit:
+            buf.wait(timer)                # sendmsg blocks until the charge has fallen to half
+            return
         seq = self.sent
         pkt = Packet(self.flow, self.size, now, self.length, seq, None, 0, self.tos)
+        if buf is not None:
+            buf.charge(pkt)
         if self.trace_every and seq % self.trace_every == 0:
             pkt.stamps = {"app.send": now}
         src = self.src
@@ -357,10 +407,16 @@ class IperfUdp(Workload):
             return
         t, created, seq, flow, length, tos, stamps = (pkt.t, pkt.created, pkt.seq, pkt.flow, pkt.payload, pkt.tos,
                                                       pkt.stamps)
+        buf = pkt.owner                    # a charged send buffer: each fragment's skb charged on its own
+        if buf is not None:
+            buf.alloc -= pkt.wmem
+            pkt.owner = None
         for size in frag[0]:
             f = Packet(flow, size, created, length, seq, None, 0, tos)
             f.t = t
             f.stamps = None if stamps is None else dict(stamps)
+            if buf is not None:
+                buf.charge(f)
             out.put(f)
 
     def _received(self, pkt) -> None:
@@ -482,11 +538,18 @@ class Iperf3Udp(IperfUdp):
         if self.at_tick and not self.sent * self.length * 8 < self.rate_bps * (now - t0):
             self._arm(timer, self._next_tick(now))
             return
+        buf = self.sndbuf
+        if buf is not None and buf.alloc >= buf.limit:
+            buf.wait(timer)                # sendmsg blocks (UdpSendBuffer); the write goes on at the wake-up
+            self.at_tick = False
+            return
         # the datagram and its sendto(), as IperfUdp._send does them (kept inline in both: shared
         # helpers cost the core benchmark, whose hot path IperfUdp._send is, ~1,200 instructions
         # per datagram, measured with callgrind)
         seq = self.sent
         pkt = Packet(self.flow, self.size, now, self.length, seq, None, 0, self.tos)
+        if buf is not None:
+            buf.charge(pkt)
         if self.trace_every and seq % self.trace_every == 0:
             pkt.stamps = {"app.send": now}
         src = self.src

@@ -136,3 +136,23 @@ def test_pingpong_probe_gives_echoes_per_second_beside_getppid():
                                "== end\n")
     assert r["steps"]["sys1"]["sys_us"] == 19.7
     assert r["pingpong_per_s"] == [pytest.approx(20000 / 2.108)]
+
+
+def test_sockperf_ping_pong_makes_one_send_and_one_recv_per_end_and_transaction():
+    """The collected probe (data/uml/2026-11-29/uml-rr, UML 6.1): parsed from its raw output, each end's
+    strace -c table holds sendto and recvfrom in equal numbers, one each per traced transaction (plus the
+    warm-up messages sockperf sends before its timed window), and nothing else per message -- the four
+    calls the model puts on every round trip (ovssim/workloads/rr.py)."""
+    from pathlib import Path
+    from ovssim.collect.uml.collect import read_raw
+    raw = Path(__file__).resolve().parents[2] / "data" / "uml" / "2026-11-29" / "uml-rr" / "raw-rr.txt"
+    r = cpucost.parse_rr(read_raw(raw))
+    for proto in ("tcp", "udp"):
+        n = r["rr"][f"rrstrace {proto}"]["received"]
+        for end in ("client", "server"):
+            calls = r["strace"][f"{end}-{proto}.txt"]
+            assert abs(calls["sendto"] - calls["recvfrom"]) <= 1
+            assert n <= calls["sendto"] <= 1.25 * n
+            others = sum(v for k, v in calls.items() if k not in ("sendto", "recvfrom"))
+            assert others < 0.1 * n             # start-up calls only: no poll or clock call per message
+        assert r["rr"][f"rr {proto}"]["half_rtt_us"] > 0

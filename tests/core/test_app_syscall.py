@@ -124,3 +124,22 @@ def test_iperf3_server_loop_costs_cpu_but_moves_no_segment():
     q0, _ = run([{**TCP[0], "tool": "iperf"}], None)
     q1, _ = run([{**TCP[0], "tool": "iperf"}], C)
     assert q1["system", "cpu_util.local"] == q0["system", "cpu_util.local"]
+
+
+@pytest.mark.parametrize("proto", ["udp", "tcp"])
+def test_a_ping_pong_pays_its_four_calls_on_every_round_trip(proto):
+    """sockperf ping-pong makes one send() and one recv() on each end per transaction (strace inside UML,
+    data/uml/2026-11-29/uml-rr), all on the message's path: on one otherwise idle core each round trip grows
+    by exactly four calls, the transaction rate falls with it, and each call is booked once as busy time."""
+    rr = [{"name": "rr", "tool": "sockperf", "proto": proto, "m": "14b", "mps": "max", "t": "0.2s",
+           "from": "ns1", "to": "ns2"}]
+    p0, s0 = run(rr, None, duration=0.3)
+    p1, s1 = run(rr, C, duration=0.3)
+    r0, r1 = np.asarray(s0["rr:rtt"]) * 1e-3, np.asarray(s1["rr:rtt"]) * 1e-3
+    # (the path's own costs are random draws: a call more or less would move it by 25 %)
+    assert np.median(r1) - np.median(r0) == pytest.approx(4 * C, rel=0.02)
+    assert r1.size == pytest.approx(r0.size * r0.mean() / r1.mean(), rel=0.02)     # closed loop: 1 / RTT
+    # the core's busy share: the path's work per transaction (from the run without calls) plus four calls each
+    span = ARP_SETTLE + 0.3
+    path = p0["system", "cpu_util.local"] / 100 * span / r0.size
+    assert p1["system", "cpu_util.local"] == pytest.approx(100 * r1.size * (path + 4 * C) / span, rel=0.02)

@@ -393,6 +393,53 @@ def run_calls(out: Path, log=print) -> dict:
     return _run_load(out, "calls", CALLS, parse_calls, "counting the load's wake-ups and system calls", log)
 
 
+# sockperf ping-pong of 14-byte messages (the uml-ovs-kernel campaign's tcp_rr, and over UDP) across the bridge,
+# no qdisc, 3 s each: its half round trips and messages without strace, then again with strace -c -f on both ends
+# (the calls each transaction makes: which of them lie on a message's path); getppid() before and after
+RR = TESTBED + BUILD + WARM + textwrap.dedent("""\
+    sleep 1
+    for r in 1 2 3; do echo "== step sysbefore$r $(/tmp/b sys 20000)"; done
+    for proto in tcp udp; do
+      T=""; [ $proto = tcp ] && T="--tcp"
+      for st in "" strace; do
+        ip netns exec w-vm2 ${st:+strace -c -f -o /tmp/st-server-$proto.txt} sockperf server -i 10.97.0.2 -p 11111 $T \
+          > /dev/null 2>&1 &
+        S=$!; sleep 1
+        echo "== rr$st $proto $(ip netns exec w-vm1 ${st:+strace -c -f -o /tmp/st-client-$proto.txt} sockperf \
+          ping-pong -i 10.97.0.2 -p 11111 -t 3 -m 14 $T 2>&1 | grep -E 'Valid Duration|Summary' | tr '\\n' ' ')"
+        kill -INT $S; sleep 1; pkill -x sockperf; wait $S 2>/dev/null
+      done
+    done
+    for r in 1 2 3; do echo "== step sysafter$r $(/tmp/b sys 20000)"; done
+    for f in /tmp/st-*.txt; do echo "== strace ${f#/tmp/st-}"; cat $f; done
+    echo "== end"
+    """)
+
+
+def parse_rr(text: str) -> dict:
+    """getppid()'s cost (``getppid_us``) and each strace -c table (``strace``, as :func:`parse_calls`), and per
+    protocol and mode (``rr``: plain, ``rrstrace``: traced) sockperf's run time, messages received and
+    half-RTT summary (us)."""
+    out = parse_calls(text)
+    out["rr"] = {}
+    for mode, proto, rest in re.findall(r"^== (rr|rrstrace) (tcp|udp) (.*)$", text, re.M):
+        d = {}
+        m = re.search(r"RunTime=([\d.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)", rest)
+        if m:
+            d["seconds"], d["sent"], d["received"] = float(m.group(1)), int(m.group(2)), int(m.group(3))
+        m = re.search(r"Latency is ([\d.]+) usec", rest)
+        if m:
+            d["half_rtt_us"] = float(m.group(1))
+        out["rr"][f"{mode} {proto}"] = d
+    return out
+
+
+def run_rr(out: Path, log=print) -> dict:
+    """sockperf ping-pong's round trips and its ends' system calls per transaction (:data:`RR`): ``*-rr.*``."""
+    return _run_load(out, "rr", RR.replace("QDISC", ":"), parse_rr,
+                     "sockperf ping-pong's system calls per transaction", log)
+
+
 def host_cpu(session: int, per_thread: dict | None = None) -> float:
     """CPU seconds of every host process in the instance's session (its kernel and one process per UML
     process, the exited ones through their parent's cutime/cstime), from the host's /proc.  ``per_thread``,
@@ -565,6 +612,7 @@ if __name__ == "__main__":
         for raw in sorted(Path(sys.argv[1]).glob("raw-*.txt")):
             tag = raw.stem[len("raw-"):]
             parsed = (parse_strace if tag.startswith("strace") else parse_calls if tag.startswith("calls")
+                      else parse_rr if tag.startswith("rr")
                       else parse_pingpong if tag.startswith("pingpong") else parse)(read_raw(raw))
             write_atomic(raw.with_name(f"results-{tag}.json"), json.dumps(parsed, indent=1))
             print("wrote", raw.with_name(f"results-{tag}.json"))
@@ -586,6 +634,10 @@ if __name__ == "__main__":
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[2] == "--strace":
         print(json.dumps(run_strace(Path(sys.argv[1])), indent=1))
+        sys.exit(0)
+    if len(sys.argv) > 2 and sys.argv[2] == "--rr":
+        r = run_rr(Path(sys.argv[1]))
+        print(json.dumps({"rr": r["rr"], "getppid_us": r["getppid_us"], "strace": r["strace"]}, indent=1))
         sys.exit(0)
     r = run(Path(sys.argv[1]))
     print(json.dumps(r["steps"], indent=1))
