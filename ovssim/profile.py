@@ -135,6 +135,30 @@ STATE_KEYS = {"speed_index", "latency_index", "idle_exit_us", "pingpong_us", "pi
               "idle_exit_after_ms", "shallow_exit_us", "loadavg", "steal_share", "cpu_busy", "data", "note"}
 
 
+def scale_costs(params: dict, factor: float) -> dict:
+    """Every nonzero CPU cost of ``params`` (:data:`CPU_COSTS`) times ``factor``, as profile entries.  A zero
+    stays unwritten: scaled it is still the value the profile inherits, and written it would be set
+    explicitly, beating a scenario's ``[params]`` (ovssim/precedence.py) -- the UML scenarios' measured
+    ``app.syscall`` was so overridden by a ``0us`` copied from the embedded default."""
+    out = {}
+    for key in sorted(CPU_COSTS & params.keys()):
+        v = params[key]
+        if not isinstance(v, dict) and units.time(v) == 0.0:
+            continue
+        if isinstance(v, dict):
+            v = dict(v)
+            if "scale" in v:
+                v["scale"] = f"{units.time(v['scale']) * factor * 1e6:.6g}us"
+            elif "quantiles" in v:
+                v["quantiles"] = [f"{units.time(x) * factor * 1e6:.6g}us" for x in v["quantiles"]]
+            else:
+                raise ValueError(f"cannot scale {key}: {v}")
+        else:
+            v = f"{units.time(v) * factor * 1e6:.6g}us"
+        out[key] = v
+    return out
+
+
 def _check_busy_share(busy, source) -> None:
     """``[state] cpu_busy`` (or ``Profile.scaled``'s): None or a share in [0, 1], else one ConfigError."""
     if busy is not None and (isinstance(busy, bool) or not isinstance(busy, (int, float)) or not 0 <= busy <= 1):

@@ -29,6 +29,7 @@ import pandas as pd
 
 from .. import units
 from ..fit.profile_writer import read_profile
+from ..profile import scale_costs
 from .base import CALIBRATION, ROOT, Settings, TestbedResult, load_scenario_dict, variant
 from .compare import Comparison, ks_distance, mean_ci, ranking_agreement
 from .load import probe_timing
@@ -183,31 +184,6 @@ def _measured_uml_params() -> dict:
             **({"app.syscall": f"{c * 1e6:.1f}us"} if c else {})}
 
 
-def _scaled_costs(params: dict, factor: float) -> dict:
-    """Every nonzero CPU cost of ``params`` (:data:`ovssim.profile.CPU_COSTS`) times ``factor``, as profile
-    entries.  A zero stays unwritten: scaled it is still the value the profile inherits, and written it would
-    be set explicitly, beating a scenario's ``[params]`` (ovssim/precedence.py) -- the UML scenarios' measured
-    ``app.syscall`` was so overridden by a ``0us`` copied from the embedded default."""
-    from ..profile import CPU_COSTS
-    out = {}
-    for key in sorted(CPU_COSTS & params.keys()):
-        v = params[key]
-        if not isinstance(v, dict) and units.time(v) == 0.0:
-            continue
-        if isinstance(v, dict):
-            v = dict(v)
-            if "scale" in v:
-                v["scale"] = f"{units.time(v['scale']) * factor * 1e6:.6g}us"
-            elif "quantiles" in v:
-                v["quantiles"] = [f"{units.time(x) * factor * 1e6:.6g}us" for x in v["quantiles"]]
-            else:
-                raise ValueError(f"cannot scale {key}: {v}")
-        else:
-            v = f"{units.time(v) * factor * 1e6:.6g}us"
-        out[key] = v
-    return out
-
-
 def fit_uml(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
             upcall: tuple[dict, dict] | None = None) -> dict:
     """Fit UML's CPU speed and its timer lateness; write the profile.
@@ -266,7 +242,7 @@ def fit_uml(runner: Runner, cfg: Config, meas: dict, path: Path, data: Path,
     stall = fit_watchdog(cfg, prof, meas, data)
     val, p_late, top = stall["best"][:3]
     params = dict(read_profile(CALIBRATION / f"{BASE_PROFILE}.toml")["params"])
-    params.update(_scaled_costs(base.params, factor))
+    params.update(scale_costs(base.params, factor))
     params["qdisc.watchdog_latency"] = watchdog_stall(p_late, top)
     # the userspace netdev datapath's polling latency: the kernel datapath has none (softirq to completion)
     params["ovs.latency"] = "0us"      # (the base profile's 131 us would apply otherwise)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ovssim.precedence import resolve
-from ovssim.profile import Profile
+from ovssim.profile import Profile, scale_costs
 from ovssim.scenario import from_dict
 from ovssim.units import time as seconds
 from ovssim.validate import uml
@@ -19,7 +19,7 @@ from ovssim.validate.base import CALIBRATION
 
 
 def test_scaled_costs_leave_zero_costs_unwritten():
-    out = uml._scaled_costs({"app.syscall": "0us", "app.send_per_packet": "2us",
+    out = scale_costs({"app.syscall": "0us", "app.send_per_packet": "2us",
                              "ovs.actions": {"dist": "lognorm", "s": 0.4, "scale": "1us"}}, 3.0)
     assert "app.syscall" not in out
     assert seconds(out["app.send_per_packet"]) == pytest.approx(6e-6)
