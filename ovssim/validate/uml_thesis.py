@@ -174,7 +174,7 @@ def miss_notes(df, sims: dict, cfgs: list[Config]) -> list[str]:
               "wmem_default = 212,992 B, ~92 skbs of truesize 2,304) fills behind the shaper and iperf 2's "
               "sendto() blocks (`sock_alloc_send_pskb` -> `sock_wait_for_wmem`, woken at half: "
               "`sock_def_write_space`): the sender is held to the shaper's rate and nothing is dropped. The model "
-              "does the same (`UdpSendBuffer`, ovssim/workloads/udp.py; before it, 18-32 % of the datagrams were "
+              "does the same (`UdpSendBuffer`, ovssim/workloads/udp_sndbuf.py; before it, 18-32 % of the datagrams were "
               "dropped at the shaper's queue). Simulated: "
             + ", ".join(f"{q} {v:.1f} Mbit/s" for q, v in sim_thr.items())
             + ". OVS's linux-htb gives its classes a burst of one MTU, so every 1,470-byte datagram waits for "

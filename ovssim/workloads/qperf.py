@@ -9,7 +9,7 @@
   (Mbit/s of data read by the server, as qperf's ``bw``).
 
 * ``udp_bw``: the client sends ``-m`` byte datagrams (default 32 KiB, 23 IP fragments at MTU 1500,
-  reassembled by the server: :func:`~ovssim.workloads.udp.ip_fragments`; the campaigns use 1400)
+  reassembled by the server: :func:`~ovssim.workloads.ipfrag.ip_fragments`; the campaigns use 1400)
   back to back for the whole test, one ``send()`` after another with no pacing (qperf's
   socket.c udp_bw client loop); the server counts what it reads.  qperf reports
   ``send_bw`` (bytes the client sent over the test time), ``recv_bw`` (bytes the server

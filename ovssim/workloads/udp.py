@@ -20,8 +20,8 @@ drawn per wake-up from a lognormal of shape :data:`READER_WAKE_SHAPE` -- so the 
 the jitter the reader sees, as iperf's server takes its receive time in user space after the read.
 
 A datagram larger than the sender's MTU (``-l``/``-m`` above 1472 bytes at MTU 1500; qperf udp_bw's default
-32 KiB) leaves as IP fragments (:func:`ip_fragments`), each a frame of its own through the path, and counts
-as received only when the receiver has reassembled all of them (:class:`Reassembly`): one fragment dropped
+32 KiB) leaves as IP fragments (:func:`~ovssim.workloads.ipfrag.ip_fragments`), each a frame of its own through the path, and counts
+as received only when the receiver has reassembled all of them (:class:`~ovssim.workloads.ipfrag.Reassembly`): one fragment dropped
 anywhere loses the datagram.
 
 ``jitter_mean`` is the steady-state estimate of the jitter iperf reports: J is an
@@ -57,134 +57,20 @@ from ..distributions import Sampler
 from ..errors import ConfigError
 from ..metrics import DelayStats, JitterEstimator
 from ..steady import MeanAbsDiff
-from ..packet import ETH_HEADER, IPV4_HEADER, UDP_HEADER, FlowKey, Packet, free_charge, udp_frame_size
+from ..packet import FlowKey, Packet, udp_frame_size
 from ..path.afpacket import SockBuf, truesize
 from ..path.cpu import conn_key
 from ..sched import FIRE, call_at, schedule
-from ..tcp.defaults import RMEM_DEFAULT, WMEM_DEFAULT
+from ..tcp.defaults import RMEM_DEFAULT
 from .base import Metric, RunContext, Workload
+from .ipfrag import Reassembly, ip_fragments
+from .udp_sndbuf import UdpSendBuffer
 
 IPERF_PORT = 5001
-IPFRAG_HIGH_THRESH = 4 * 1024 * 1024   # net.ipv4.ipfrag_high_thresh (default 4 MiB)
-IPFRAG_TIME = 30.0                     # net.ipv4.ipfrag_time: an incomplete datagram's queue lives 30 s
-
-
-def ip_fragments(datagram: int, mtu: int = 1500) -> tuple[int, ...] | None:
-    """L2 frame sizes of the IPv4 fragments of a UDP datagram of ``datagram`` payload bytes at ``mtu``, or
-    None when it fits one frame.  A UDP socket builds a datagram larger than the device's MTU as a chain of
-    fragment skbs (``__ip_append_data``, net/ipv4/ip_output.c; no UFO since Linux 4.14), each but the last
-    carrying ``(mtu - 20) & ~7`` bytes of the IP payload (UDP header + data): 1480 at MTU 1500, so a
-    32768-byte datagram is 23 frames, 22 of 1514 bytes."""
-    ip_payload = datagram + UDP_HEADER
-    if ip_payload + IPV4_HEADER <= mtu:
-        return None
-    per = (mtu - IPV4_HEADER) & ~7
-    n, last = divmod(ip_payload, per)
-    sizes = [per + IPV4_HEADER + ETH_HEADER] * n
-    if last:
-        sizes.append(last + IPV4_HEADER + ETH_HEADER)
-    return tuple(sizes)
-
-
-class Reassembly:
-    """The receiver's IPv4 reassembly of one flow's fragmented datagrams (``ip_defrag``, net/ipv4/ip_fragment.c).
-
-    A datagram is complete when all its ``len(sizes)`` fragments have arrived; one lost fragment loses it
-    (its queue waits ``ipfrag_time``, 30 s, then is freed: ``IpReasmFails``).  Queued fragments are charged
-    their skb truesize to the namespace's fragment memory; above ``ipfrag_high_thresh`` (4 MiB) every
-    arriving fragment is dropped (``inet_frag_find`` finds no queue: net/ipv4/inet_fragment.c) until
-    timeouts free memory -- so a path that drops fragments at random can stall reassembly altogether.
-    ``truesize``: the reassembled skb's (``ip_frag_reasm`` adds every fragment's), which the UDP socket's
-    receive buffer is charged."""
-
-    __slots__ = ("n", "truesize", "pending", "mem", "high_thresh", "timeout", "fails", "refused", "_ts")
-
-    def __init__(self, sizes: tuple[int, ...], *, high_thresh: int = IPFRAG_HIGH_THRESH,
-                 timeout: float = IPFRAG_TIME):
-        self.n = len(sizes)
-        self._ts = {sz: truesize(sz) for sz in set(sizes)}
-        self.truesize = sum(self._ts[sz] for sz in sizes)
-        self.pending: dict[int, list] = {}   # seq -> [fragments arrived, bytes charged, first arrival]
-        self.mem = 0
-        self.high_thresh = high_thresh
-        self.timeout = timeout
-        self.fails = 0                       # queues timed out incomplete (IpReasmFails)
-        self.refused = 0                     # fragments dropped above high_thresh
-
-    def add(self, pkt, t: float) -> bool:
-        """Fragment ``pkt`` arrives at ``t``; True when it completes its datagram."""
-        if self.mem > self.high_thresh:
-            self._expire(t)
-            if self.mem > self.high_thresh:
-                self.refused += 1
-                return False
-        q = self.pending.get(pkt.seq)
-        ts = self._ts[pkt.size]
-        if q is None:
-            q = self.pending[pkt.seq] = [0, 0, t]
-        q[0] += 1
-        q[1] += ts
-        self.mem += ts
-        if q[0] < self.n:
-            return False
-        del self.pending[pkt.seq]
-        self.mem -= q[1]
-        return True
-
-    def _expire(self, t: float) -> None:
-        old = [seq for seq, q in self.pending.items() if t - q[2] >= self.timeout]
-        for seq in old:
-            self.mem -= self.pending.pop(seq)[1]
-            self.fails += 1
-
-
 # the spread of a reader's wake-up on another, idle core: sockperf ping-pong across this machine's two cores
 # (28 Nov, idle) took 32.4 us one way at the median and 42.1 at the 90th percentile, against 6.9 / 8.8 us with
 # both ends on one core: wake-ups of ~25.5 / 35 us, a lognormal of shape ln(35 / 25.5) / 1.2816 = 0.25
 READER_WAKE_SHAPE = 0.25
-
-
-class UdpSendBuffer:
-    """A UDP socket's send buffer on a path that keeps its skbs charged (``Endpoint.tsq``: a veth that does not
-    orphan, as Linux 6.1's; a VM's virtio-net until the backend consumed the skb; a qdisc on the sender's own
-    device).  Each datagram's skb is charged its truesize (``skb_set_owner_w`` in ``sock_alloc_send_pskb``) until
-    it is freed or orphaned below (the path's elements call :meth:`tsq_free`, as for TCP); ``sendmsg`` blocks
-    while the charge is at ``sk_sndbuf`` or more (``sock_alloc_send_pskb`` -> ``sock_wait_for_wmem``,
-    net/core/sock.c) and the writer is woken once it has fallen to half (``sock_def_write_space``:
-    ``sk_wmem_alloc << 1 <= sk_sndbuf``).  So a sender faster than a shaper further on is held to the shaper's
-    rate with no loss, where an orphaning path drops the excess at the shaper's queue."""
-
-    __slots__ = ("env", "limit", "alloc", "waiter", "blocked")
-
-    def __init__(self, env, limit: int = WMEM_DEFAULT):
-        self.env, self.limit = env, limit
-        self.alloc = 0
-        self.waiter = None          # the sender's timer, re-armed at the wake-up
-        self.blocked = 0            # how often sendmsg blocked
-
-    def charge(self, pkt) -> None:
-        pkt.owner = self
-        pkt.wmem = truesize(pkt.size)
-        self.alloc += pkt.wmem
-
-    def wait(self, timer) -> None:
-        self.blocked += 1
-        self.waiter = timer
-
-    def tsq_free(self, pkt, t: float) -> None:
-        """``sock_wfree``: the skb ``pkt`` is freed or orphaned at ``t``."""
-        free_charge(self, pkt, t, self.env, self._release)
-
-    def tsq_charge(self, delta: int) -> None:
-        self.alloc += delta
-
-    def _release(self, nbytes: int) -> None:
-        self.alloc -= nbytes
-        timer = self.waiter
-        if timer is not None and 2 * self.alloc <= self.limit:
-            self.waiter = None
-            timer.callbacks = FIRE
-            schedule(self.env, self.env._now, timer)
 
 
 class _Server:

@@ -114,7 +114,7 @@ def test_afxdp_udp_bw_conserves_datagrams_and_sender_is_not_paced_by_the_path(po
 # -- datagrams above the MTU: IP fragments, reassembled by the receiver ------------------------------------
 
 def test_ip_fragments_of_a_datagram():
-    from ovssim.workloads.udp import ip_fragments
+    from ovssim.workloads.ipfrag import ip_fragments
     assert ip_fragments(1472) is None                       # 1472 + 8 + 20 = 1500: one frame
     assert ip_fragments(1473) == (1514, 35)                 # 1481 bytes of IP payload: 1480 + 1
     f = ip_fragments(32768)                                 # qperf udp_bw's default message
@@ -157,7 +157,7 @@ def test_fragmented_datagrams_are_reassembled_and_counted_once():
 
 def test_a_lost_fragment_loses_its_datagram_and_holds_reassembly_memory():
     from ovssim.packet import FlowKey, Packet
-    from ovssim.workloads.udp import Reassembly, ip_fragments
+    from ovssim.workloads.ipfrag import Reassembly, ip_fragments
     sizes = ip_fragments(32000)
     r = Reassembly(sizes, high_thresh=200_000, timeout=30.0)
     flow = FlowKey("a", "b", 1, 2, "udp")

@@ -1,4 +1,4 @@
-"""A UDP sender's send buffer on a path that keeps its skbs charged (``UdpSendBuffer``, ovssim/workloads/udp.py).
+"""A UDP sender's send buffer on a path that keeps its skbs charged (``UdpSendBuffer``, ovssim/workloads/udp_sndbuf.py).
 
 Linux: ``sock_alloc_send_pskb`` blocks ``sendmsg`` while ``sk_wmem_alloc >= sk_sndbuf`` and
 ``sock_def_write_space`` wakes the writer once the charge is at half (net/core/sock.c).  Behind a veth that
@@ -16,7 +16,7 @@ import simpy
 from ovssim.packet import FlowKey, Packet
 from ovssim.runner import run_scenario
 from ovssim.scenario import load_scenario
-from ovssim.workloads.udp import UdpSendBuffer
+from ovssim.workloads.udp_sndbuf import UdpSendBuffer
 
 SCENARIO = Path(__file__).resolve().parents[2] / "validation" / "scenarios" / "local_netns.toml"
 HTB50 = {"kind": "htb", "default": "1", "classes": [
