@@ -30,6 +30,11 @@ before and after every campaign, how fast the host was at the time:
   core both times, carried 41.5 Gbit/s on 25 Nov and 23.0 on 27 Nov at speed indices 1.02 and 0.93, while its
   offloads-off runs (per-packet work) moved 5 %.  The CPU loop and the ping-pong run in cache and cannot see
   a change of memory bandwidth; this can.  Reported, not part of the index.
+* **system call**: microseconds per ``getppid()`` (``os.getppid``, no cache in glibc: a trap into the kernel
+  and back) over :data:`SYSCALLS` calls.  On a host a fraction of a microsecond; in a user-mode-Linux
+  instance every call is a ptrace round trip through the host, 15-49 us as the host's state allows
+  (data/uml/2026-11-28/uml-cpucost), and a request/response tool pays four per transaction (profile
+  ``app.syscall``).  Reported, not part of the index.
 * ``/proc/loadavg``, the steal share of ``/proc/stat`` during the benchmark, the CPU frequency
   (``cpufreq/scaling_cur_freq``, else ``/proc/cpuinfo``'s ``cpu MHz``), kernel and OVS versions.
 
@@ -59,6 +64,7 @@ CPU_SECONDS = 0.25             # per repeat
 CPU_BLOCK = bytes(1 << 20)
 COPY_BYTES = 64 << 20          # the memory copy's buffer: far beyond the last-level cache
 COPY_SECONDS = 0.25            # per repeat
+SYSCALLS = 5000                # per repeat: ~1 ms on a host, ~0.1 s in a UML instance
 # The reference host (speed index 1.0): the 2-core KVM guest (Intel, 2.6 GHz) the local campaigns ran on, the
 # rounded medians of this module's first measurement there (2026-11-25, 00:10 UTC, load average 1.6); later
 # measurements of the same host gave indices 0.56-0.83 under the other jobs' load and 0.97-1.11 at load 1.4-1.9.
@@ -120,6 +126,16 @@ def memory_copy_rate(seconds: float = COPY_SECONDS, size: int = COPY_BYTES) -> f
         elapsed = time.perf_counter() - t0
         if elapsed >= seconds:
             return n * size / (1 << 20) / elapsed
+
+
+def syscall_us(calls: int = SYSCALLS) -> float:
+    """Microseconds per system call: ``getppid()`` ``calls`` times (the loop's own Python work included, some
+    50 ns a call)."""
+    getppid = os.getppid
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        getppid()
+    return (time.perf_counter() - t0) / calls * 1e6
 
 
 NS_PREFIX = "ovssim-state"
@@ -250,7 +266,7 @@ def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = 
     load = os.getloadavg()
     s0 = _steal_jiffies()
     t0 = time.perf_counter()
-    ping_rates, hot_rtts, cpu_rates, rtts, copies = [], [], [], [], []
+    ping_rates, hot_rtts, cpu_rates, rtts, copies, calls = [], [], [], [], [], []
     with VethPair() as pair:
         run(["ip", "netns", "exec", pair.ns[0], "ping", "-c", "1", "-W", "1", pair.addr[1]], check=False)
         for _ in range(repeats):
@@ -261,10 +277,11 @@ def measure(repeats: int = REPEATS, *, pings: int = PINGS, cpu_seconds: float = 
             cpu_rates.append(cpu_loop_rate(cpu_seconds))
             rtts.append(veth_ping_rtt(pair))
             copies.append(memory_copy_rate(copy_seconds))
+            calls.append(syscall_us())
         ladder = idle_ladder(pair) if ladder else None
     s1 = _steal_jiffies()
     bench = {"veth_pingpong_per_s": spread(ping_rates), "cpu_sha256_mib_per_s": spread(cpu_rates),
-             "veth_ping_rtt_us": spread(rtts), "memcpy_mib_per_s": spread(copies)}
+             "veth_ping_rtt_us": spread(rtts), "memcpy_mib_per_s": spread(copies), "syscall_us": spread(calls)}
     if ladder:
         bench["veth_ping_ladder_us"] = ladder
     if hot_rtts:
@@ -296,6 +313,7 @@ def describe(state: dict) -> str:
                if "veth_ping_rtt_us" in b else "")
             + (f", memory copy {b['memcpy_mib_per_s']['median']:,.0f} MiB/s ±{50 * b['memcpy_mib_per_s']['rel_spread']:.0f}%"
                if "memcpy_mib_per_s" in b else "")
+            + (f", system call {b['syscall_us']['median']:.2f} us" if "syscall_us" in b else "")
             + _ladder_note(b) + ", "
             f"load {' '.join(f'{x:.2f}' for x in state['loadavg'])}, steal {100 * state['steal_share']:.1f}%{mhz}")
 

@@ -94,7 +94,9 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
         qdiscs = qdiscs[:1]
     cfgs = [config(q, w) for q in qdiscs for w in WORKLOADS if ((df["qdisc"] == q) & (df["workload"] == w)).any()]
     path = settings.calibration_dir / f"{STATE_PROFILE}.toml"
-    sims = runner.run(cfgs, str(path), reps=settings.reps, seed=SEED, sample_keys={"tcp_rr:rtt"})
+    own = campaign_syscall_us(data)       # the campaign's own system-call cost where its collector measured it
+    sims = runner.run(cfgs, str(path), reps=settings.reps, seed=SEED, sample_keys={"tcp_rr:rtt"},
+                      overrides={"app.syscall": f"{own:.3f}us"} if own else None)
     for c in cfgs:
         q, w = c.facts["qdisc"], c.facts["workload"]
         sel = df[(df["qdisc"] == q) & (df["workload"] == w)]
@@ -123,7 +125,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
                                           float("nan"), "held-out", "ks", band="-",
                                           note=f"{meas_rtt.size} measured / {sim_rtt.size} simulated"))
     tb.notes += notes(df, data)
-    tb.notes += miss_notes(df, sims, cfgs)
+    tb.notes += miss_notes(df, sims, cfgs, own)
     return [tb]
 
 
@@ -132,13 +134,27 @@ def _mean(df, qdiscs, workload: str, metric: str, factor: float = 1.0) -> dict:
     return (sel.groupby("qdisc")["value"].mean() * factor).to_dict()
 
 
-def miss_notes(df, sims: dict, cfgs: list[Config]) -> list[str]:
+def campaign_syscall_us(data: Path) -> float | None:
+    """The mean of a campaign's measured system-call costs (``metadata.json`` ``machine_state``, before and
+    after: ``benchmark.syscall_us``, :func:`ovssim.collect.state.syscall_us`), or None where not measured."""
+    import json
+    meta = data / "metadata.json"
+    if not meta.is_file():
+        return None
+    states = json.loads(meta.read_text()).get("machine_state") or {}
+    vals = [st["benchmark"]["syscall_us"]["median"] for st in states.values()
+            if isinstance(st, dict) and "syscall_us" in (st.get("benchmark") or {})]
+    return float(np.mean(vals)) if vals else None
+
+
+def miss_notes(df, sims: dict, cfgs: list[Config], own: float | None = None) -> list[str]:
     """Why the rows land where they do, with the figures behind each reason."""
     import json
     from .uml import syscall_cost
     out = []
     by = {(c.facts["qdisc"], c.facts["workload"]): sims[c.label] for c in cfgs}
-    call = syscall_cost() or 0.0        # the scenarios' app.syscall (ovssim/validate/uml.py _uml_params)
+    # the runs' app.syscall: the campaign's own measurement, else the scenarios' (ovssim/validate/uml.py _uml_params)
+    call = own * 1e-6 if own else (syscall_cost() or 0.0)
     rr_meas = _mean(df, [q for q, w in by if w == "tcp_rr"], "tcp_rr", "half_rtt_mean", 1e6)
     rr_sim = {q: float(np.mean(r.values("tcp_rr", "half_rtt_mean"))) * 1e3 for (q, w), r in by.items() if w == "tcp_rr"}
     probe = ROOT / "data" / "uml" / "2026-11-29" / "uml-rr" / "results-rr.json"
@@ -151,15 +167,18 @@ def miss_notes(df, sims: dict, cfgs: list[Config]) -> list[str]:
             "recvfrom() on each end per transaction and nothing else per message (strace -c inside UML, TCP and "
             "UDP: `data/uml/2026-11-29/uml-rr`, `python -m ovssim.collect.uml.cpucost OUT --rr`; it times with the "
             "TSC), and on the instance's one CPU all four lie on the round trip: the model puts them there "
-            f"(ovssim/workloads/rr.py), `app.syscall` = {call * 1e6:.1f} us each (getppid() timed on 28 Nov), "
+            f"(ovssim/workloads/rr.py), `app.syscall` = {call * 1e6:.1f} us each ("
+            + ("getppid() timed by the collector before and after the campaign" if own else
+               "getppid() timed on 28 Nov") + "), "
             f"beside {path_rt:.1f} us of the profile's per-packet work per round trip. Measured half round trips "
             f"{min(rr_meas.values()):.1f}-{max(rr_meas.values()):.1f} us (means of 3 runs per scheduler: an empty "
             "qdisc adds nothing measurable) imply "
             f"{min(implied):.1f}-{max(implied):.1f} us per call"
             + (f"; getppid() took {min(getppid):.1f}-{max(getppid):.1f} us beside the probe, run minutes after the campaign with "
                "two other jobs on the host" if getppid else "")
-            + ": a call's cost follows the host's state (15-49 us over 28 Nov's seven runs), and the campaign "
-              "records no getppid() of its own. Before the calls were on the path the model's half round trip "
+            + ": a call's cost follows the host's state (15-49 us over 28 Nov's seven runs)"
+            + ("." if own else ", and this campaign was collected before the collector timed getppid() "
+               "(ovssim/collect/state.py `syscall_us`).") + " Before the calls were on the path the model's half round trip "
               "was ~7 us (-85 %). The distribution (KS): the model's round trips are nearly constant, the "
               "instance's spread by its host's scheduling.")
     udp_thr = _mean(df, ["htb50", "hfsc50"], "udp95", "throughput", 1e-6)

@@ -169,3 +169,16 @@ def test_a_profile_fitted_on_a_campaign_carries_its_machine_state(tmp_path):
     plain = tmp_path / "seed.csv"
     plain.write_text("x\n")
     assert "state" not in build_profile(name="q", params={"ovs.latency": "1us"}, data_files=[plain], method="t")
+
+
+def test_a_system_call_costs_well_under_a_microsecond_on_this_host_and_is_described_only_where_measured():
+    """getppid() on the host kernel (no ptrace in the way): a fraction of a microsecond, Python's loop
+    included -- inside a UML instance the same probe reads 15-49 us (data/uml/2026-11-28/uml-cpucost)."""
+    us = state.syscall_us(2000)
+    assert 0 < us < 5
+    bench = {"veth_pingpong_per_s": state.spread([1e5]), "cpu_sha256_mib_per_s": state.spread([1e3])}
+    old = {"speed_index": 1.0, "benchmark": bench, "loadavg": [0, 0, 0], "steal_share": 0.0}
+    assert "system call" not in state.describe(old)
+    new = {**old, "benchmark": {**bench, "syscall_us": state.spread([19.0, 20.0, 24.0])}}
+    assert "system call 20.00 us" in state.describe(new)
+    assert state.speed_index(new["benchmark"]) == state.speed_index(bench)

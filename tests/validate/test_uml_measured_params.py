@@ -35,3 +35,18 @@ def test_measured_cpu_costs_beat_nothing_in_the_fitted_profile(name):
     params = resolve(sc, profile=Profile.load(str(CALIBRATION / f"{name}.toml"))).profile.params
     assert seconds(params["app.syscall"]) == pytest.approx(syscall, rel=1e-3)
     assert seconds(params["host.idle_busy"]) == pytest.approx(wake, rel=1e-2)
+
+
+def test_a_campaign_s_own_system_call_cost_is_the_mean_of_its_before_and_after_state(tmp_path):
+    """ovssim/validate/uml_thesis.py takes a UML campaign's app.syscall from its collector's machine state
+    (``benchmark.syscall_us``) where measured, and has none where the campaign predates the probe."""
+    import json
+    from ovssim.validate import uml_thesis
+    assert uml_thesis.campaign_syscall_us(tmp_path) is None
+    st = lambda us: {"speed_index": 0.2, "benchmark": {"syscall_us": {"median": us, "rel_spread": 0.1}}}
+    (tmp_path / "metadata.json").write_text(json.dumps({"machine_state": {"before": st(18.0), "after": st(22.0)}}))
+    assert uml_thesis.campaign_syscall_us(tmp_path) == pytest.approx(20.0)
+    (tmp_path / "metadata.json").write_text(json.dumps({"machine_state": {"before": {"speed_index": 0.2,
+                                                                                      "benchmark": {}}}}))
+    assert uml_thesis.campaign_syscall_us(tmp_path) is None
+    assert uml_thesis.campaign_syscall_us(uml_thesis.DATA) is None      # collected before the probe existed
