@@ -643,6 +643,37 @@ def test_the_cwnd_target_of_linux_measured_bbr_states(make_path, mode, cycle_idx
     assert s.cwnd == ss_cwnd
 
 
+def test_one_aggregation_term_gives_linux_traced_cwnd_in_every_gain_phase_behind_htb_100mbit(make_path):
+    """Linux behind the bridge port's HTB 100 Mbit/s, one BBR flow (tcp_probe at 3.0 s,
+    data/local/tcp_window/2026-11-28-bbr/bridge_htb_100mbit_P1_bbr_tcpprobe_1795869571; ss in the same run: bw
+    112.745936 Mbit/s, mrtt 14 us): each ACK is one gain phase, and the cwnd after the ACKs of one cycle is 70 in the
+    5/4 phase, 56 in the 3/4 phase and 62 in the six gain-1 phases.  tcp_bbr.c's target changes between phases only
+    through bbr_quantization_budget -- 3 x bbr_tso_segs_goal at the phase's pacing rate (11 / 7 / 9 segments at 1.25 /
+    0.75 / 1 x 0.99 x bw), rounded up to even, +2 in the 5/4 phase -- so one aggregation term must give all three:
+    extra_acked 34 (1 + 34 + 27 = 62; 33 rounds up to the same) gives 70 and 56 as well, as the model's target does
+    from the same inputs.
+    (The model's own flow settles at extra_acked 28: its skbs, validation/tcp_window/bbr_alignment.py.)"""
+    p = make_path(rate=100e6, delay=5e-6)
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="bbr")
+    p.env.run(until=0.01)
+    s, b = c.sender, c.sender.cc
+    bw_pps = 112745936 / 8 / s.mss
+    b.bw_filter.reset(b.round_count, bw_pps)
+    b.min_rtt = 14e-6
+    b.full_bw_reached = True
+    b.extra_acked = [34, 0]
+    b.mode, b.cwnd_gain = PROBE_BW, 2.0
+    for cycle_idx, tso_goal, linux_cwnd in ((2, 9, 62), (0, 11, 70), (1, 7, 56)):
+        b.cycle_idx, b.pacing_gain = cycle_idx, PACING_GAINS[cycle_idx]
+        b._set_pacing_rate(b.bw)
+        assert b.tso_segs_goal() == tso_goal
+        assert b.target_cwnd(b.bw) == linux_cwnd == _linux_target(bw_pps, 14e-6, 2.0, s.pacing_rate, [34, 0], True,
+                                                                  cycle_idx == 0)
+        s.cwnd = 300
+        b._set_cwnd(1, 0, b.bw)
+        assert s.cwnd == linux_cwnd
+
+
 def test_later_flows_cookie_sets_btlbw_for_ten_rounds_and_cwnd_follows_the_target(make_path):
     """iperf3 writes a 37-byte cookie on each idle stream before the test: tcp_rate_check_app_limited marks it,
     its ACK is a sample of one segment (tp->delivered counts packets) over the idle round trip, and BBR takes an
