@@ -10,7 +10,7 @@ import pytest
 from ovssim.tcp import connect
 from ovssim.tcp.congestion import CongestionControl
 from ovssim.tcp.bbr import (DRAIN, DRAIN_GAIN, HIGH_GAIN, PACING_GAINS, PROBE_BW, PROBE_RTT, STARTUP,
-                             WindowedMax)
+                             WindowedMax, _us)
 from ovssim.tcp.tso import tso_autosize
 
 
@@ -318,6 +318,25 @@ def _ack(sender, una, now, min_rtt=50e-6):
     """The cumulative part of tcp_ack and tcp_rate_gen: (segments acked, the rate sample or None)."""
     acked = sender.q.clean(una, 0.0)[0]
     return acked, sender.cc.rate.gen(acked, now, min_rtt)
+
+
+def test_rate_samples_are_taken_in_whole_microseconds():
+    """tcp_rate.c keeps its clocks in microseconds (tp->tcp_mstamp = tcp_clock_us(), an skb's send time
+    tcp_skb_timestamp_us = skb_mstamp_ns / 1000) and tcp_rate_gen's rs->interval_us is their tcp_stamp_us_delta, an
+    integer, as is the RTT it carries (tcp_ack_update_rtt's rs->rtt_us).  A packet sent on an idle connection (a
+    fresh interval: its own send time starts both phases) and ACKed 9.2-9.9 us later is one packet over 9 or 10 us
+    depending on where the microsecond boundaries fall: 11584 / k Mbit/s for whole k, as ss shows each iperf3
+    stream's cookie sample on this host (bw 1654.9 / 1448.0 / 1287.1 / 1158.4 / 1053.1 / 965.3 Mbit/s for k = 7..12,
+    data/local/tcp_window/2026-11-28-bbr5)."""
+    from ovssim.tcp.bbr import RateSampler
+    r = RateSampler()
+    for sent, acked, k in ((1.0000004, 1.0000103, 10), (1.0000009, 1.0000101, 10), (1.0000001, 1.0000099, 9)):
+        r._rs = ((r.delivered, sent, sent, True), sent, 37, False)
+        bw, app, _, rtt = r.gen(1, acked, 5e-6)
+        assert bw * 1448 * 8 == pytest.approx(11584e6 / k, rel=1e-12) and app
+        assert rtt == pytest.approx(k * 1e-6, rel=1e-12)
+    r._rs = ((r.delivered, 2.0000004, 2.0000004, False), 2.0000004, 37, False)
+    assert r.gen(1, 2.0000047, 5e-6) is None          # 4 us (4.3 really) < tcp_min_rtt 5 us: no sample
 
 
 def test_a_partially_acked_tso_skb_gives_a_rate_sample_on_each_ack(make_path):
@@ -705,7 +724,8 @@ def test_later_flows_cookie_sets_btlbw_for_ten_rounds_and_cwnd_follows_the_targe
         c.write(37)
         p.env.run(until=p.env.now + 0.002)
         t_ack, _, bw = cookie[i]
-        assert bw == pytest.approx(1 / (t_ack - written), rel=1e-6)      # one packet over its round trip
+        # one packet over its round trip, in whole microseconds (tcp_rate.c's interval_us)
+        assert bw == pytest.approx(1e6 / (_us(t_ack) - _us(written)), rel=1e-9)
         assert bw * s.mss * 8 > 4 * 20e6
     for c in flows:
         c.bulk(6.0)
