@@ -86,7 +86,8 @@ def main() -> None:
     with gzip.open(a.run, "rt") as fh:
         run = json.load(fh)
     pings = [p[1] for p in run["pings"]]
-    print(f"{a.run.name}: Linux ping per second {[round(float(np.mean(pings[i * 20:(i + 1) * 20])), 2) for i in range(len(pings) // 20)]} ms")
+    per_s = [round(float(np.mean(pings[i * 20:(i + 1) * 20])), 2) for i in range(len(pings) // 20)]
+    print(f"{a.run.name}: Linux ping per second {per_s} ms")
     if a.trace:
         print(f" Linux ({a.trace.name}), ACKed segments / cwnd after:")
         print("  " + " ".join(f"{k}/{c}" for _, k, c in linux_acks(a.trace, a.t_from, a.acks)))
