@@ -71,6 +71,13 @@ MIN_TSO_RATE = 1.2e6 / 8         # bbr_min_tso_rate: below 1.2 Mbit/s one segmen
 STATE_ORDER = {"open": 0, "recovery": 3, "loss": 4}
 
 
+def _us(t: float) -> int:
+    """A time in the kernel's whole microseconds: ``tcp_clock_us()`` / ``tcp_skb_timestamp_us`` truncate the
+    nanosecond clock (``div_u64(ns, NSEC_PER_USEC)``); the model's float seconds are rounded to the
+    nanosecond first."""
+    return int(round(t * 1e9)) // 1000
+
+
 class RateSampler:
     """Delivery-rate samples as ``tcp_rate.c`` takes them: a snapshot per skb at each transmission, the sample
     from the most recently sent skb an ACK delivers, cumulatively or by SACK.
@@ -131,7 +138,16 @@ class RateSampler:
         The interval is the longer of the send phase (the sampled skb's send time since its snapshot's
         ``first_tx_mstamp``) and the ACK phase (now since its ``delivered_mstamp``); one shorter than
         ``tcp_min_rtt`` is discarded (ACK compression).  The RTT is the sampled skb's (-1 for a
-        retransmission: ``tcp_clean_rtx_queue`` takes no RTT from retransmitted data)."""
+        retransmission: ``tcp_clean_rtx_queue`` takes no RTT from retransmitted data).
+
+        In whole microseconds, as the kernel keeps them: ``tp->tcp_mstamp`` and the snapshot's
+        ``delivered_mstamp`` / ``first_tx_mstamp`` are ``tcp_clock_us()`` values, an skb's send time is
+        ``tcp_skb_timestamp_us`` (its ``skb_mstamp_ns`` / 1000), and ``tcp_rate_gen`` takes both phases with
+        ``tcp_stamp_us_delta`` into ``rs->interval_us`` (an integer), as ``tcp_ack_update_rtt`` takes
+        ``rs->rtt_us``.  On this host's ~10 us idle round trip that is a tenth of the interval: an iperf3
+        cookie's sample (one packet) is 1448 x 8 bits over 7, 8, ... 12 us, the 1654.9 / 1448.0 / 1287.1 /
+        1158.4 / 1053.1 / 965.3 Mbit/s that ss shows as each stream's first ``bw``
+        (data/local/tcp_window/2026-11-28-bbr5)."""
         self.delivered += delivered
         if delivered:
             self.delivered_time = now
@@ -141,10 +157,12 @@ class RateSampler:
         if rs is None or not delivered:
             return None
         (d0, dt0, ftx0, app), tx, _, retrans = rs
-        interval = max(tx - ftx0, now - dt0)
-        if interval <= 0.0 or interval < min_rtt:
+        now_us, tx_us = _us(now), _us(tx)
+        interval_us = max(tx_us - _us(ftx0), now_us - _us(dt0))
+        if interval_us <= 0 or interval_us < _us(min_rtt):
             return None               # too short to trust (ACK compression)
-        return (self.delivered - d0) / interval, app, d0, (-1.0 if retrans else now - tx)
+        return ((self.delivered - d0) / (interval_us * 1e-6), app, d0,
+                (-1.0 if retrans else (now_us - tx_us) * 1e-6))
 
 
 class WindowedMax:

@@ -10,7 +10,7 @@ import pytest
 from ovssim.tcp import connect
 from ovssim.tcp.congestion import CongestionControl
 from ovssim.tcp.bbr import (DRAIN, DRAIN_GAIN, HIGH_GAIN, PACING_GAINS, PROBE_BW, PROBE_RTT, STARTUP,
-                             WindowedMax)
+                             WindowedMax, _us)
 from ovssim.tcp.tso import tso_autosize
 
 
@@ -318,6 +318,25 @@ def _ack(sender, una, now, min_rtt=50e-6):
     """The cumulative part of tcp_ack and tcp_rate_gen: (segments acked, the rate sample or None)."""
     acked = sender.q.clean(una, 0.0)[0]
     return acked, sender.cc.rate.gen(acked, now, min_rtt)
+
+
+def test_rate_samples_are_taken_in_whole_microseconds():
+    """tcp_rate.c keeps its clocks in microseconds (tp->tcp_mstamp = tcp_clock_us(), an skb's send time
+    tcp_skb_timestamp_us = skb_mstamp_ns / 1000) and tcp_rate_gen's rs->interval_us is their tcp_stamp_us_delta, an
+    integer, as is the RTT it carries (tcp_ack_update_rtt's rs->rtt_us).  A packet sent on an idle connection (a
+    fresh interval: its own send time starts both phases) and ACKed 9.2-9.9 us later is one packet over 9 or 10 us
+    depending on where the microsecond boundaries fall: 11584 / k Mbit/s for whole k, as ss shows each iperf3
+    stream's cookie sample on this host (bw 1654.9 / 1448.0 / 1287.1 / 1158.4 / 1053.1 / 965.3 Mbit/s for k = 7..12,
+    data/local/tcp_window/2026-11-28-bbr5)."""
+    from ovssim.tcp.bbr import RateSampler
+    r = RateSampler()
+    for sent, acked, k in ((1.0000004, 1.0000103, 10), (1.0000009, 1.0000101, 10), (1.0000001, 1.0000099, 9)):
+        r._rs = ((r.delivered, sent, sent, True), sent, 37, False)
+        bw, app, _, rtt = r.gen(1, acked, 5e-6)
+        assert bw * 1448 * 8 == pytest.approx(11584e6 / k, rel=1e-12) and app
+        assert rtt == pytest.approx(k * 1e-6, rel=1e-12)
+    r._rs = ((r.delivered, 2.0000004, 2.0000004, False), 2.0000004, 37, False)
+    assert r.gen(1, 2.0000047, 5e-6) is None          # 4 us (4.3 really) < tcp_min_rtt 5 us: no sample
 
 
 def test_a_partially_acked_tso_skb_gives_a_rate_sample_on_each_ack(make_path):
@@ -643,6 +662,37 @@ def test_the_cwnd_target_of_linux_measured_bbr_states(make_path, mode, cycle_idx
     assert s.cwnd == ss_cwnd
 
 
+def test_one_aggregation_term_gives_linux_traced_cwnd_in_every_gain_phase_behind_htb_100mbit(make_path):
+    """Linux behind the bridge port's HTB 100 Mbit/s, one BBR flow (tcp_probe at 3.0 s,
+    data/local/tcp_window/2026-11-28-bbr/bridge_htb_100mbit_P1_bbr_tcpprobe_1795869571; ss in the same run: bw
+    112.745936 Mbit/s, mrtt 14 us): each ACK is one gain phase, and the cwnd after the ACKs of one cycle is 70 in the
+    5/4 phase, 56 in the 3/4 phase and 62 in the six gain-1 phases.  tcp_bbr.c's target changes between phases only
+    through bbr_quantization_budget -- 3 x bbr_tso_segs_goal at the phase's pacing rate (11 / 7 / 9 segments at 1.25 /
+    0.75 / 1 x 0.99 x bw), rounded up to even, +2 in the 5/4 phase -- so one aggregation term must give all three:
+    extra_acked 34 (1 + 34 + 27 = 62; 33 rounds up to the same) gives 70 and 56 as well, as the model's target does
+    from the same inputs.
+    (The model's own flow settles at extra_acked 28: its skbs, validation/tcp_window/bbr_alignment.py.)"""
+    p = make_path(rate=100e6, delay=5e-6)
+    c, _ = connect(p.env, p.a, p.b, 5001, cc="bbr")
+    p.env.run(until=0.01)
+    s, b = c.sender, c.sender.cc
+    bw_pps = 112745936 / 8 / s.mss
+    b.bw_filter.reset(b.round_count, bw_pps)
+    b.min_rtt = 14e-6
+    b.full_bw_reached = True
+    b.extra_acked = [34, 0]
+    b.mode, b.cwnd_gain = PROBE_BW, 2.0
+    for cycle_idx, tso_goal, linux_cwnd in ((2, 9, 62), (0, 11, 70), (1, 7, 56)):
+        b.cycle_idx, b.pacing_gain = cycle_idx, PACING_GAINS[cycle_idx]
+        b._set_pacing_rate(b.bw)
+        assert b.tso_segs_goal() == tso_goal
+        assert b.target_cwnd(b.bw) == linux_cwnd == _linux_target(bw_pps, 14e-6, 2.0, s.pacing_rate, [34, 0], True,
+                                                                  cycle_idx == 0)
+        s.cwnd = 300
+        b._set_cwnd(1, 0, b.bw)
+        assert s.cwnd == linux_cwnd
+
+
 def test_later_flows_cookie_sets_btlbw_for_ten_rounds_and_cwnd_follows_the_target(make_path):
     """iperf3 writes a 37-byte cookie on each idle stream before the test: tcp_rate_check_app_limited marks it,
     its ACK is a sample of one segment (tp->delivered counts packets) over the idle round trip, and BBR takes an
@@ -674,7 +724,8 @@ def test_later_flows_cookie_sets_btlbw_for_ten_rounds_and_cwnd_follows_the_targe
         c.write(37)
         p.env.run(until=p.env.now + 0.002)
         t_ack, _, bw = cookie[i]
-        assert bw == pytest.approx(1 / (t_ack - written), rel=1e-6)      # one packet over its round trip
+        # one packet over its round trip, in whole microseconds (tcp_rate.c's interval_us)
+        assert bw == pytest.approx(1e6 / (_us(t_ack) - _us(written)), rel=1e-9)
         assert bw * s.mss * 8 > 4 * 20e6
     for c in flows:
         c.bulk(6.0)
