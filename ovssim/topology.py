@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from .cpu import CpuPool, GuestCpus, WakePlacement, base_slice, conn_key
-from .distributions import Sampler
+from .distributions import Sampler, SumSampler
 from .path.afxdp import AfxdpPort, PmdThread
 from .path.core_turns import CoreTurns
 from .path.datapath import OvsDatapath, QueueRule, idle_stall_state
@@ -195,6 +195,11 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                     lambda key: profile.sampler(key, rng(f"{name}.{key[4:]}")))
                 br = OvsDatapath(env, name, cpu, stats=step("ovs.stats"), lookup=step("ovs.lookup"),
                                  actions=step("ovs.actions"),
+                                 # a pass's cost drawn per ingress port (each direction its own streams)
+                                 port_hits=lambda port, afxdp=afxdp, name=name: SumSampler(*(
+                                     Sampler(0.0, None) if afxdp else
+                                     profile.sampler(f"ovs.{k}", rng(f"{name}.{k}.{port}"))
+                                     for k in ("stats", "lookup", "actions"))).it,
                                  upcall=profile.sampler("ovs.upcall", rng(f"{name}.upcall")),
                                  upcall_wakeup=profile.sampler("ovs.upcall_wakeup", rng(f"{name}.upcall_wakeup")),
                                  lookup_per_mask=profile.time("ovs.lookup_per_mask"),
@@ -221,7 +226,9 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                     afxdp_members.add(name)
             else:
                 br = LinuxBridge(env, name, cpu, forward=profile.sampler("linux_bridge.forward",
-                                                                         rng(f"{name}.forward")))
+                                                                         rng(f"{name}.forward")),
+                                 port_forward=lambda port, name=name: profile.sampler(
+                                     "linux_bridge.forward", rng(f"{name}.forward.{port}")))
             topo.bridges[name] = br
             members.append(br)
         for a, z in zip(members, members[1:]):

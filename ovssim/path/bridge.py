@@ -26,12 +26,13 @@ MAC_AGING = 300.0
 class BridgePort:
     """One port of a bridge: ``put(pkt)`` is ingress; ``egress.put`` sends out of it."""
 
-    __slots__ = ("bridge", "no", "name", "egress", "vlan", "trunks", "rx", "tx", "dropped", "link", "memo")
+    __slots__ = ("bridge", "no", "name", "egress", "vlan", "trunks", "rx", "tx", "dropped", "link", "memo", "hits")
 
     def __init__(self, bridge, no: int, name: str, egress, vlan: int | None, trunks):
         self.bridge, self.no, self.name, self.egress = bridge, no, name, egress
         self.link = False           # a veth pair to another bridge (a chain link), not a VIF or an uplink
         self.memo = None            # the bridge's per-port cache of its last flow (OvsDatapath.process)
+        self.hits = None            # the per-frame cost draws of the frames entering here (a bridge's own)
         self.vlan = vlan
         self.trunks = None if trunks is None else frozenset(trunks)
         self.rx = self.tx = self.dropped = 0

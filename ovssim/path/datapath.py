@@ -164,7 +164,7 @@ class OvsDatapath(Bridge):
                  idle_stall_prob: float = 0.0, idle_stall: float = 0.004, idle_after: float = 0.004,
                  stall_rng=None, stall_state: list | None = None, thread_key: int | None = None,
                  idle_wake: float = 0.0, busy_share: float = 1.0, upcall_wakeup: Sampler | None = None,
-                 thread=None, deliver_share: float = 0.0, loop=None, placement=None):
+                 thread=None, deliver_share: float = 0.0, loop=None, placement=None, port_hits=None):
         super().__init__(env, name, lookahead=lookahead)
         # None: the kernel datapath (each flow's work on its own core); else the core key of the
         # userspace datapath's thread, which does the work of every flow
@@ -189,6 +189,9 @@ class OvsDatapath(Bridge):
         # loses CPython's fast attribute access, and this object is on every packet's path
         self._slow_s = (stats, lookup, actions, upcall)
         self._hit_it = SumSampler(stats, lookup, actions).it    # stats + lookup + actions per hit
+        # ``port_hits(port name)``: the per-hit draws of the frames that enter by that port, a stream of
+        # their own (:meth:`add_port`); None: every port draws from the one stream above
+        self._port_hits = port_hits
         # (lookup_per_mask, masks, their product: the per-packet mask cost), one attribute
         self._masks = (lookup_per_mask, masks, lookup_per_mask * masks)
         self.max_idle = max_idle
@@ -231,6 +234,10 @@ class OvsDatapath(Bridge):
 
     def add_port(self, name: str, egress=None, *, vlan: int | None = None, trunks=None):
         port = super().add_port(name, egress, vlan=vlan, trunks=trunks)
+        # a fast-path pass's cost, drawn per ingress port: the draw a frame takes depends only on the
+        # frames before it on its own port -- its direction of its connection -- not on how the other
+        # direction's passes interleave with it in call order (lookahead elements call ahead of time)
+        port.hits = self._hit_it if self._port_hits is None else self._port_hits(name)
         if self.afp is not None:
             self.afp.add_port(name, egress)
         return port
@@ -295,7 +302,7 @@ class OvsDatapath(Bridge):
                 self._mru = entry
             if entry[2] is not None:
                 pkt.queue_id = entry[2]
-            cost = next(self._hit_it)
+            cost = next(port.hits)
             dst = None                               # the destination's FDB entry, when looked up for the cost
             if self._link_keep != 1.0:
                 dst = self.fdb.get((vlan, pkt.dst_mac))
