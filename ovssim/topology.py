@@ -191,15 +191,16 @@ def build(env, sc: Scenario, profile: Profile, rng) -> Topology:
                 handlers = profile.int("ovs.handlers")
                 # AF_XDP: the PMD's whole per-frame pass is ovs.afxdp.per_packet (the fitted netdev costs
                 # ovs.stats/lookup/actions carry AF_PACKET's system calls and copies, which XSK rings replace)
-                step = (lambda key: Sampler(0.0, rng(key))) if afxdp else (
-                    lambda key: profile.sampler(key, rng(f"{name}.{key[4:]}")))
+                # (a step's stream is the bridge's, or with ``port`` that ingress port's own)
+                def step(key, port=None, name=name, afxdp=afxdp):
+                    if afxdp:
+                        return Sampler(0.0, rng(key))
+                    return profile.sampler(key, rng(f"{name}.{key[4:]}" + ("" if port is None else f".{port}")))
                 br = OvsDatapath(env, name, cpu, stats=step("ovs.stats"), lookup=step("ovs.lookup"),
                                  actions=step("ovs.actions"),
                                  # a pass's cost drawn per ingress port (each direction its own streams)
-                                 port_hits=lambda port, afxdp=afxdp, name=name: SumSampler(*(
-                                     Sampler(0.0, None) if afxdp else
-                                     profile.sampler(f"ovs.{k}", rng(f"{name}.{k}.{port}"))
-                                     for k in ("stats", "lookup", "actions"))).it,
+                                 port_hits=lambda port, step=step: SumSampler(*(
+                                     step(k, port) for k in ("ovs.stats", "ovs.lookup", "ovs.actions"))).it,
                                  upcall=profile.sampler("ovs.upcall", rng(f"{name}.upcall")),
                                  upcall_wakeup=profile.sampler("ovs.upcall_wakeup", rng(f"{name}.upcall_wakeup")),
                                  lookup_per_mask=profile.time("ovs.lookup_per_mask"),
