@@ -293,16 +293,19 @@ class IperfUdp(Workload):
             return
         t, created, seq, flow, length, tos, stamps = (pkt.t, pkt.created, pkt.seq, pkt.flow, pkt.payload, pkt.tos,
                                                       pkt.stamps)
-        buf = pkt.owner                    # a charged send buffer: each fragment's skb charged on its own
-        if buf is not None:
-            buf.alloc -= pkt.wmem
-            pkt.owner = None
+        owner = pkt.owner
+        frags = []
         for size in frag[0]:
             f = Packet(flow, size, created, length, seq, None, 0, tos)
             f.t = t
             f.stamps = None if stamps is None else dict(stamps)
-            if buf is not None:
-                buf.charge(f)
+            if owner is not None:
+                f.owner, f.wmem = owner, truesize(size)
+            frags.append(f)
+        if owner is not None:              # the datagram's charge passes to its fragments' skbs, as gso.segment
+            owner.tsq_charge(sum(f.wmem for f in frags) - pkt.wmem)      # passes a GSO skb's to its segments
+            pkt.owner = None
+        for f in frags:
             out.put(f)
 
     def _received(self, pkt) -> None:

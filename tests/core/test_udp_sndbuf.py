@@ -69,3 +69,27 @@ def test_the_buffer_blocks_at_sndbuf_wakes_at_half_and_returns_every_byte():
     assert buf.alloc == 0 and buf.waiter is None and buf.blocked == 1
     buf.tsq_free(pkts[0], 0.0)                          # freed twice: the second is not its charge any more
     assert buf.alloc == 0
+
+
+def test_a_fragmented_datagram_s_charge_passes_to_its_fragments_and_returns_whole():
+    """A datagram above the MTU leaves as IP fragments (``__ip_append_data``): the socket is charged each
+    fragment skb's truesize instead of the datagram's, and freeing every fragment returns every byte."""
+    from types import SimpleNamespace
+    from ovssim.path.afpacket import truesize
+    from ovssim.workloads.ipfrag import Reassembly, ip_fragments
+    from ovssim.workloads.udp import IperfUdp
+    env = simpy.Environment()
+    buf = UdpSendBuffer(env)
+    sent = []
+    wl = IperfUdp(rate_bps=1e6, length=3000)
+    sizes = ip_fragments(3000)
+    wl._frag = (sizes, Reassembly(sizes))
+    wl.src = SimpleNamespace(out=SimpleNamespace(put=sent.append))
+    pkt = Packet(FlowKey("a", "b", 1, 2, "udp"), 3042, 0.0, 3000)
+    buf.charge(pkt)
+    wl._put(pkt)
+    assert len(sent) == len(sizes) == 3 and pkt.owner is None
+    assert buf.alloc == sum(truesize(s) for s in sizes) and all(f.owner is buf for f in sent)
+    for f in sent:
+        buf.tsq_free(f, 0.0)
+    assert buf.alloc == 0
