@@ -540,7 +540,7 @@ def _measured(df: pd.DataFrame, rtts: pd.DataFrame, cfg: Config) -> dict:
             "rtt_run": s.groupby("run_id")["value"].mean().to_numpy(float) * 1e3}
 
 
-def _load(tb: TestbedResult, data: Path, campaign: str):
+def load_campaign(tb: TestbedResult, data: Path, campaign: str):
     """(ok rows, RTT samples) of a campaign directory, or None with a note saying how to collect it."""
     from ..collect.store import load_results, load_samples
     if not (data / "runs.jsonl").is_file():
@@ -558,7 +558,7 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
                 "the qdisc watchdog runs, to their throughput and tc's HTB overlimits per packet; their mean ping "
                 "RTT under load is the in-sample check; the CPU factor comes from the idle kernel datapath's "
                 "ping); HTB, HFSC, SFQ, CoDel, FQ-CoDel and TBF are held out.")
-    loaded = _load(tb, data, "uml-schedulers")
+    loaded = load_campaign(tb, data, "uml-schedulers")
     if loaded is None:
         return [tb]
     df, rtts = loaded
@@ -602,7 +602,7 @@ def thin_flow(runner: Runner, settings: Settings, names: list[str],
                 f"`{PROFILE}` with the qdisc watchdog's lateness -- how this host state schedules the instance -- "
                 "refitted to their throughput and tc's HTB overlimits per packet; their ping RTT is the check); "
                 "HTB, HFSC, SFQ, CoDel, FQ-CoDel and TBF are held out.")
-    loaded = _load(tb, data, "uml-schedulers")
+    loaded = load_campaign(tb, data, "uml-schedulers")
     if loaded is None:
         return [tb]
     df, rtts = loaded
@@ -775,7 +775,7 @@ def kernel_datapath_schedulers(runner: Runner, settings: Settings, names: list[s
     tb.split = ("Nothing fitted on these rows: the profile comes from the Linux bridge's pfifo_fast runs "
                 f"(`{STATE_PROFILE}`: the thin-flow campaign's, on the same host state); every row, pfifo_fast "
                 "included, is held out.")
-    loaded = _load(tb, data, "uml-schedulers-ovs")
+    loaded = load_campaign(tb, data, "uml-schedulers-ovs")
     if loaded is None:
         return [tb]
     df, rtts = loaded

@@ -45,7 +45,7 @@ METRICS = [("tcp", "throughput", 1e-6, "throughput", "Mbit/s", None, "tcp"),
            ("tcp_rr", "half_rtt_p50", 1e3, "half_rtt_p50", "ms", "rtt", "tcp_rr half-RTT p50"),
            ("udp95", "throughput", 1e-6, "throughput", "Mbit/s", "throughput", "udp 95 Mbit/s"),
            ("udp95", "jitter", 1e3, "jitter", "ms", "jitter", "udp 95 Mbit/s"),
-           ("udp95", "loss", 1.0, "loss", "%", "", "udp 95 Mbit/s")]
+           ("udp95", "loss", 100.0, "loss", "%", "", "udp 95 Mbit/s")]      # iperf 2's fraction, the model's %
 SEED = 2036
 
 
@@ -65,30 +65,18 @@ def config(qdisc: str, workload: str) -> Config:
     return Config(label, sc, {"qdisc": qdisc, "workload": workload})
 
 
-def load(data: Path = DATA):
-    """(ok result rows, per-run RR round trips) of the campaign, or None without it."""
-    from ..collect.store import load_results, load_samples
-    if not (data / "runs.jsonl").is_file():
-        return None
-    df = load_results(data)
-    df = df[df["status"] == "ok"]
-    rtt = load_samples(data, "rtt")
-    return df, rtt[rtt["workload"] == "tcp_rr"] if not rtt.empty else rtt
-
-
 def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedResult]:
-    from .uml import STATE_PROFILE
+    from .uml import STATE_PROFILE, load_campaign
     tb = TestbedResult("uml_ovs_kernel", "Issue 22: the thesis's three tests through the OVS kernel datapath "
                        "(user-mode Linux 6.1)", profile=f"calibration/{STATE_PROFILE}.toml", section="qdiscs")
     tb.split = ("Nothing fitted on these rows: the profile is the quiet UML state's (`uml_linux61_quiet`: the "
                 "instance's CPU from the idle kernel datapath's ping, the qdisc watchdog from the Linux bridge's "
                 "pfifo_fast runs); every row is held out.")
-    loaded = load(data)
+    loaded = load_campaign(tb, data, "uml-ovs-kernel")
     if loaded is None:
-        tb.notes.append(f"No dataset at `{data.relative_to(ROOT)}`: collect it with `sudo ovssim collect "
-                        "data/campaigns/uml-ovs-kernel.toml --kernel uml --out data/uml/DATE/uml-ovs-kernel`.")
         return [tb]
-    df, rr = loaded
+    df, rtt = loaded
+    rr = rtt[rtt["workload"] == "tcp_rr"] if not rtt.empty else rtt
     qdiscs = [q for q in QOS if (df["qdisc"] == q).any()]
     if settings.fast:
         qdiscs = qdiscs[:1]
@@ -108,8 +96,6 @@ def run(runner: Runner, settings: Settings, data: Path = DATA) -> list[TestbedRe
             simv = sim.values(w, sm)
             if not meas.size or not simv.size:
                 continue
-            if mm == "loss":          # iperf 2 reports a fraction here; the model a percentage
-                meas = meas * 100
             y, lo, hi = mean_ci(meas)
             s, slo, shi = mean_ci(simv)
             tb.rows.append(Comparison(tb.name, f"{q}: {what}", mm, unit, y, lo, hi, s, slo, shi, "held-out",
